@@ -1,0 +1,28 @@
+#pragma once
+
+#include <caf/error.hpp>
+
+#include "stoker/messages.hpp"
+
+namespace stoker {
+
+/// What every batch of a run must look like when it reaches a trainer.
+struct batch_expectation {
+  uint32_t height = 224;
+  uint32_t width = 224;
+  uint32_t channels = 3;
+  uint32_t num_classes = 1000;
+  layout order = layout::chw;
+};
+
+/// Checks a batch before it is trained on: dtype, layout, shape, buffer
+/// size, one label per sample with label == id % num_classes, and every
+/// image's checksum. Returns errc::bad_batch naming the batch, the field,
+/// the value found and the value expected.
+caf::error check_batch(const image_batch& batch,
+                       const batch_expectation& expect);
+
+/// Stamps `batch.checksums` with one checksum64 per image.
+void stamp_checksums(image_batch& batch);
+
+} // namespace stoker

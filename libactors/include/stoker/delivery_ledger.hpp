@@ -1,0 +1,39 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace stoker {
+
+/// Counts which (epoch, sample id) pairs a trainer consumed, to prove
+/// exactly-once delivery: one bit per sample per epoch, allocated when the
+/// epoch's first sample arrives (dataset_size / 8 bytes each). Not
+/// thread-safe: owned by the trainer actor.
+class delivery_ledger {
+public:
+  delivery_ledger(uint64_t dataset_size, uint32_t epochs);
+
+  /// Records one delivery; returns false for a duplicate or for an
+  /// (epoch, id) outside the run (counted as `unexpected`).
+  bool record(uint64_t epoch, uint64_t sample_id);
+
+  uint64_t delivered() const noexcept { return delivered_; }
+  uint64_t unique() const noexcept { return unique_; }
+  uint64_t duplicates() const noexcept { return duplicates_; }
+  uint64_t unexpected() const noexcept { return unexpected_; }
+  /// Samples of the run never delivered.
+  uint64_t missing() const noexcept {
+    return dataset_size_ * epochs_ - unique_;
+  }
+
+private:
+  uint64_t dataset_size_;
+  uint32_t epochs_;
+  std::vector<std::vector<bool>> seen_; // [epoch][id]
+  uint64_t delivered_ = 0;
+  uint64_t unique_ = 0;
+  uint64_t duplicates_ = 0;
+  uint64_t unexpected_ = 0;
+};
+
+} // namespace stoker

@@ -1,0 +1,54 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "stoker/messages.hpp"
+#include "stoker/permutation.hpp"
+
+namespace stoker {
+
+/// What the source hands out: `epochs` passes over ids 0..dataset_size-1 in
+/// batches of `batch_size` (the last batch of an epoch may be smaller).
+struct source_spec {
+  uint64_t dataset_size = 0;
+  uint32_t batch_size = 64;
+  uint32_t epochs = 1;
+  bool shuffle = true; ///< a fresh permutation per epoch, from (seed, epoch)
+  uint64_t seed = 0;
+};
+
+/// The source's cursor: hands out work items in order, one batch at a
+/// time, holding O(1) memory whatever the dataset size. Not thread-safe:
+/// owned by the source actor.
+class epoch_source {
+public:
+  explicit epoch_source(const source_spec& spec);
+
+  /// The next work item, or nothing once every epoch has been handed out.
+  std::optional<work_item> next();
+
+  /// Batches per epoch: ceil(dataset_size / batch_size).
+  uint64_t batches_per_epoch() const noexcept { return batches_per_epoch_; }
+
+  /// Batches over the whole run.
+  uint64_t total_batches() const noexcept {
+    return batches_per_epoch_ * spec_.epochs;
+  }
+
+  /// Samples over the whole run (dataset_size * epochs).
+  uint64_t total_samples() const noexcept {
+    return spec_.dataset_size * spec_.epochs;
+  }
+
+private:
+  permutation order_for(uint64_t epoch) const noexcept;
+
+  source_spec spec_;
+  uint64_t batches_per_epoch_;
+  uint64_t epoch_ = 0;
+  uint64_t batch_in_epoch_ = 0;
+  permutation order_;
+};
+
+} // namespace stoker

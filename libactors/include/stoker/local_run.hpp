@@ -1,0 +1,23 @@
+#pragma once
+
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+
+#include "stoker/run_config.hpp"
+#include "stoker/run_report.hpp"
+
+namespace stoker {
+
+/// Runs the whole pipeline in this process: a source, a router,
+/// `cfg.workers` detached CPU workers and one trainer, until every work item
+/// of every epoch has been acknowledged. Blocks the calling thread.
+/// Returns the run report, or the error that ended the run early.
+caf::expected<run_report> run_local(caf::actor_system& sys,
+                                    const run_config& cfg);
+
+/// `stoker-node --role=local`: prints what it runs, runs it, prints the
+/// outcome, writes the report if asked. Returns the process exit code:
+/// 0 when every sample was trained on exactly once, 1 otherwise.
+int local_role_main(caf::actor_system& sys, const run_config& cfg);
+
+} // namespace stoker

@@ -1,0 +1,164 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+
+namespace stoker {
+
+/// Element type of an image buffer. Only float32 is produced today; the tag
+/// travels with every batch so a receiver can reject what it cannot read.
+enum class dtype : uint8_t { float32 = 1 };
+
+/// Memory order of an image buffer: HWC as decoded, CHW after ToTensor.
+enum class layout : uint8_t { hwc = 1, chw = 2 };
+
+/// Bytes per element of `t`.
+size_t dtype_size(dtype t) noexcept;
+
+std::string to_string(dtype t);
+std::string to_string(layout x);
+
+/// One lease of work: which samples go into which batch. Small by design:
+/// the data is made where it is needed, never shipped from the source.
+struct work_item {
+  uint64_t epoch = 0;
+  uint64_t batch_id = 0; ///< unique over the whole run
+  std::vector<uint64_t> sample_ids;
+};
+
+/// A batch of images. `data` is one contiguous buffer of
+/// n * c * h * w elements of `type` in `order`; whoever holds the message
+/// owns it (CAF messages are copy-on-write, so passing it on is free).
+struct image_batch {
+  uint64_t epoch = 0;
+  uint64_t batch_id = 0;
+  std::vector<uint64_t> sample_ids;
+  std::vector<int64_t> labels;
+  dtype type = dtype::float32;
+  layout order = layout::hwc;
+  uint32_t height = 0;
+  uint32_t width = 0;
+  uint32_t channels = 0;
+  std::vector<char> data;
+  /// One checksum per image (see checksum.hpp), taken by the worker after
+  /// the last transform, so the trainer can prove what it received.
+  std::vector<uint64_t> checksums;
+  std::string producer; ///< name of the worker that made it
+
+  size_t size() const noexcept { return sample_ids.size(); }
+  size_t image_elements() const noexcept {
+    return size_t{height} * width * channels;
+  }
+  size_t image_bytes() const noexcept {
+    return image_elements() * dtype_size(type);
+  }
+  float* image(size_t i) noexcept {
+    return reinterpret_cast<float*>(data.data() + i * image_bytes());
+  }
+  const float* image(size_t i) const noexcept {
+    return reinterpret_cast<const float*>(data.data() + i * image_bytes());
+  }
+};
+
+/// What a worker tells the router after each item: enough to estimate its
+/// rate and its queue.
+struct worker_report {
+  uint64_t batch_id = 0;
+  uint32_t samples = 0;
+  uint64_t busy_ns = 0;       ///< time spent making this batch
+  uint64_t mailbox_depth = 0; ///< items waiting in the worker's mailbox
+};
+
+/// Counters of one worker, for the run report.
+struct worker_stats {
+  std::string name;
+  uint64_t batches = 0;
+  uint64_t samples = 0;
+  uint64_t busy_ns = 0;
+  uint64_t alive_ns = 0;
+};
+
+/// Counters of one trainer, for the run report.
+struct trainer_stats {
+  std::string device;
+  bool simulated = false;
+  uint64_t steps = 0;
+  uint64_t samples_delivered = 0;
+  uint64_t unique_samples = 0;
+  uint64_t duplicates = 0;
+  uint64_t rejected_batches = 0;
+  uint64_t wait_ns = 0; ///< accelerator idle: time spent waiting for data
+  uint64_t step_ns = 0; ///< time spent in training steps
+  double last_loss = 0.0;
+  std::string first_error; ///< the first rejected batch's reason, if any
+};
+
+/// What the router knows when a run ends.
+struct router_summary {
+  std::string policy;
+  uint64_t batches_leased = 0;
+  uint64_t batches_acked = 0;
+  uint64_t samples_expected = 0;
+  uint64_t wall_ns = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_item& x) {
+  return f(caf::meta::type_name("work_item"), x.epoch, x.batch_id,
+           x.sample_ids);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, image_batch& x) {
+  // `data` is a std::vector<char>: CAF writes it as one raw block.
+  return f(caf::meta::type_name("image_batch"), x.epoch, x.batch_id,
+           x.sample_ids, x.labels, x.type, x.order, x.height, x.width,
+           x.channels, x.data, x.checksums, x.producer);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
+  return f(caf::meta::type_name("worker_report"), x.batch_id, x.samples,
+           x.busy_ns, x.mailbox_depth);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_stats& x) {
+  return f(caf::meta::type_name("worker_stats"), x.name, x.batches, x.samples,
+           x.busy_ns, x.alive_ns);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
+  return f(caf::meta::type_name("trainer_stats"), x.device, x.simulated,
+           x.steps, x.samples_delivered, x.unique_samples, x.duplicates,
+           x.rejected_batches, x.wait_ns, x.step_ns, x.last_loss,
+           x.first_error);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
+  return f(caf::meta::type_name("router_summary"), x.policy,
+           x.batches_leased, x.batches_acked, x.samples_expected, x.wall_ns);
+}
+
+// -- atoms (at most 10 characters each) --------------------------------------
+
+using next_atom = caf::atom_constant<caf::atom("next")>;
+using join_atom = caf::atom_constant<caf::atom("join")>;
+using credit_atom = caf::atom_constant<caf::atom("credit")>;
+using ack_atom = caf::atom_constant<caf::atom("ack")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using run_atom = caf::atom_constant<caf::atom("run")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+
+/// Registers every message type of this header (and the actor handles of
+/// actors.hpp) with `cfg`; call once before the actor system starts.
+void register_message_types(caf::actor_system_config& cfg);
+
+} // namespace stoker

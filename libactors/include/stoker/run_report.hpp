@@ -1,0 +1,56 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/error.hpp>
+
+#include "stoker/messages.hpp"
+
+namespace stoker {
+
+/// One worker's line in the run report.
+struct worker_entry {
+  std::string name;
+  uint64_t batches = 0;
+  uint64_t samples = 0;
+  double busy_fraction = 0.0; ///< busy time / time alive
+};
+
+/// What a run did, as written by --report=PATH. Field names are a stable
+/// interface: later features add fields, never rename these.
+struct run_report {
+  uint64_t samples_delivered = 0; ///< samples trained on, duplicates included
+  uint64_t duplicates = 0;
+  uint64_t missing = 0; ///< samples of the run never trained on
+  uint64_t steps = 0;
+  double wall_s = 0.0;
+  double throughput_sps = 0.0; ///< samples_delivered / wall_s
+  double accelerator_idle_fraction = 0.0; ///< wait / (wait + step time)
+  std::string trainer_device;
+  bool trainer_simulated = false;
+  std::string policy;
+  uint64_t rejected_batches = 0;
+  std::string first_error;
+  std::vector<worker_entry> workers;
+
+  /// Exactly once: nothing missing, duplicated or rejected.
+  bool exactly_once() const noexcept {
+    return missing == 0 && duplicates == 0 && rejected_batches == 0;
+  }
+};
+
+/// Combines what the router, the trainer and the workers counted.
+run_report make_report(const router_summary& router,
+                       const trainer_stats& trainer,
+                       const std::vector<worker_stats>& workers);
+
+/// The report as a JSON object (pretty-printed, one key per line).
+std::string to_json(const run_report& report);
+
+/// Writes the JSON report to `path` atomically (temp file, fsync, rename),
+/// so a reader never sees half a report.
+caf::error write_report(const run_report& report, const std::string& path);
+
+} // namespace stoker

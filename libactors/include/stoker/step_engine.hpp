@@ -1,0 +1,49 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <caf/expected.hpp>
+
+#include "stoker/messages.hpp"
+#include "stoker/run_config.hpp"
+
+namespace stoker {
+
+/// What one training step produced.
+struct step_result {
+  double loss = 0.0; ///< NaN when the device is simulated (no model runs)
+};
+
+/// The accelerator side of a trainer: one training step per batch. The
+/// trainer actor owns it and calls it from its own (detached) thread only.
+class step_engine {
+public:
+  virtual ~step_engine() = default;
+
+  /// Trains one step on a checked CHW float32 batch. The batch stays owned
+  /// by the caller; engines copy what they keep.
+  virtual caf::expected<step_result> step(const image_batch& batch) = 0;
+
+  /// "cuda:0", "cpu" or "sim".
+  virtual std::string device() const = 0;
+
+  /// True for the simulated accelerator: its output must say so.
+  virtual bool simulated() const = 0;
+};
+
+/// A simulated accelerator for machines without one: sleeps `step_ms` per
+/// step (no CPU used while "computing").
+std::unique_ptr<step_engine> make_sim_engine(uint32_t step_ms);
+
+/// A LibTorch ViT trained with SGD on `spec.device` (auto: CUDA when
+/// LibTorch sees a GPU, else CPU). Fails with errc::invalid_config when the
+/// device is not available, naming it.
+caf::expected<std::unique_ptr<step_engine>>
+make_torch_engine(const trainer_spec& spec);
+
+/// The engine `spec.device` asks for.
+caf::expected<std::unique_ptr<step_engine>>
+make_step_engine(const trainer_spec& spec);
+
+} // namespace stoker

@@ -1,0 +1,31 @@
+#pragma once
+
+#include <cstdint>
+
+#include "stoker/messages.hpp"
+
+namespace stoker {
+
+/// Shape and seed of the article's synthetic dataset.
+struct synthetic_spec {
+  uint64_t seed = 0;
+  uint32_t height = 224;
+  uint32_t width = 224;
+  uint32_t channels = 3;
+  uint32_t num_classes = 1000;
+};
+
+/// Label of sample `id`: id % num_classes, as in the article.
+int64_t synthetic_label(uint64_t id, uint32_t num_classes) noexcept;
+
+/// Writes the image of sample `id` in `epoch` (HWC float32, standard normal)
+/// to `out[0 .. h*w*c)`. A pure function of (seed, epoch, id): identical on
+/// every worker and every CPU.
+void make_synthetic_image(const synthetic_spec& spec, uint64_t epoch,
+                          uint64_t id, float* out) noexcept;
+
+/// The mapper stage: turns a work item into a batch of raw HWC images with
+/// labels. Runs on the calling thread; the batch owns its buffer.
+image_batch map_synthetic(const synthetic_spec& spec, const work_item& item);
+
+} // namespace stoker

@@ -1,0 +1,63 @@
+#include "stoker/batch_check.hpp"
+
+#include "stoker/checksum.hpp"
+#include "stoker/errors.hpp"
+
+namespace stoker {
+
+namespace {
+
+caf::error bad(const image_batch& b, const std::string& what) {
+  return make_error(errc::bad_batch, "batch " + std::to_string(b.batch_id)
+                                       + " from '" + b.producer + "': "
+                                       + what);
+}
+
+std::string shape_of(uint32_t h, uint32_t w, uint32_t c) {
+  return std::to_string(h) + "x" + std::to_string(w) + "x"
+         + std::to_string(c);
+}
+
+} // namespace
+
+caf::error check_batch(const image_batch& b, const batch_expectation& e) {
+  if (b.type != dtype::float32)
+    return bad(b, "dtype " + to_string(b.type) + ", expected float32");
+  if (b.order != e.order)
+    return bad(b, "layout " + to_string(b.order) + ", expected "
+                    + to_string(e.order));
+  if (b.height != e.height || b.width != e.width || b.channels != e.channels)
+    return bad(b, "image shape " + shape_of(b.height, b.width, b.channels)
+                    + ", expected " + shape_of(e.height, e.width, e.channels));
+  if (b.sample_ids.empty())
+    return bad(b, "no samples, expected at least one");
+  if (b.data.size() != b.size() * b.image_bytes())
+    return bad(b, "buffer of " + std::to_string(b.data.size())
+                    + " bytes, expected "
+                    + std::to_string(b.size() * b.image_bytes()));
+  if (b.labels.size() != b.size() || b.checksums.size() != b.size())
+    return bad(b, std::to_string(b.labels.size()) + " labels and "
+                    + std::to_string(b.checksums.size())
+                    + " checksums, expected "
+                    + std::to_string(b.size()) + " of each");
+  for (size_t i = 0; i < b.size(); ++i) {
+    auto want = static_cast<int64_t>(b.sample_ids[i] % e.num_classes);
+    if (b.labels[i] != want)
+      return bad(b, "sample " + std::to_string(b.sample_ids[i]) + " has label "
+                      + std::to_string(b.labels[i]) + ", expected "
+                      + std::to_string(want));
+    if (checksum64(b.image(i), b.image_bytes()) != b.checksums[i])
+      return bad(b, "sample " + std::to_string(b.sample_ids[i])
+                      + ": checksum mismatch (the image changed after the "
+                        "worker made it)");
+  }
+  return caf::none;
+}
+
+void stamp_checksums(image_batch& batch) {
+  batch.checksums.resize(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i)
+    batch.checksums[i] = checksum64(batch.image(i), batch.image_bytes());
+}
+
+} // namespace stoker

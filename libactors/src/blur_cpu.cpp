@@ -1,0 +1,119 @@
+#include "stoker/blur.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "stoker/counter_rng.hpp"
+
+namespace stoker {
+
+std::vector<float> gaussian_kernel(float sigma, uint32_t kernel_size) {
+  int radius = static_cast<int>(kernel_size / 2);
+  std::vector<double> pdf(kernel_size);
+  double sum = 0.0;
+  for (int x = -radius; x <= radius; ++x) {
+    double v = std::exp(-(static_cast<double>(x) * x) / (2.0 * double{sigma} * sigma));
+    pdf[static_cast<size_t>(x + radius)] = v;
+    sum += v;
+  }
+  std::vector<float> kernel(kernel_size);
+  for (size_t i = 0; i < kernel_size; ++i)
+    kernel[i] = static_cast<float>(pdf[i] / sum);
+  return kernel;
+}
+
+float blur_sigma(const blur_params& p, uint64_t epoch, uint64_t sample,
+                 uint32_t call) noexcept {
+  counter_rng rng{{p.seed, epoch, sample, rng_stage::blur_sigma}};
+  return p.sigma_min + (p.sigma_max - p.sigma_min) * rng.uniform(call);
+}
+
+void hwc_to_chw(const float* src, float* dst, uint32_t height, uint32_t width,
+                uint32_t channels) noexcept {
+  size_t plane = size_t{height} * width;
+  for (size_t px = 0; px < plane; ++px)
+    for (size_t c = 0; c < channels; ++c)
+      dst[c * plane + px] = src[px * channels + c];
+}
+
+int reflect101(int i, int size) noexcept {
+  if (size == 1)
+    return 0;
+  while (i < 0 || i >= size)
+    i = i < 0 ? -i : 2 * size - 2 - i;
+  return i;
+}
+
+void blur_plane_reference(const float* src, float* dst, uint32_t height,
+                          uint32_t width, const std::vector<float>& kernel) {
+  int h = static_cast<int>(height), w = static_cast<int>(width);
+  int r = static_cast<int>(kernel.size() / 2);
+  std::vector<double> tmp(size_t{height} * width);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      double acc = 0.0;
+      for (int k = -r; k <= r; ++k)
+        acc += double{kernel[static_cast<size_t>(k + r)]}
+               * src[y * w + reflect101(x + k, w)];
+      tmp[static_cast<size_t>(y * w + x)] = acc;
+    }
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      double acc = 0.0;
+      for (int k = -r; k <= r; ++k)
+        acc += double{kernel[static_cast<size_t>(k + r)]}
+               * tmp[static_cast<size_t>(reflect101(y + k, h) * w + x)];
+      dst[y * w + x] = static_cast<float>(acc);
+    }
+}
+
+void blur_plane_opencv(const float* src, float* dst, uint32_t height,
+                       uint32_t width, const std::vector<float>& kernel) {
+  int h = static_cast<int>(height), w = static_cast<int>(width);
+  // cv::Mat does not own these buffers; it only views them.
+  cv::Mat in(h, w, CV_32F, const_cast<float*>(src));
+  cv::Mat out(h, w, CV_32F, dst);
+  cv::Mat k(1, static_cast<int>(kernel.size()), CV_32F,
+            const_cast<float*>(kernel.data()));
+  cv::sepFilter2D(in, out, CV_32F, k, k, cv::Point(-1, -1), 0.0,
+                  cv::BORDER_REFLECT_101);
+}
+
+void apply_blur_stage(const blur_params& p, image_batch& batch) {
+  if (batch.type != dtype::float32 || batch.order != layout::hwc)
+    throw std::invalid_argument(
+      "blur stage: batch " + std::to_string(batch.batch_id)
+      + " must be float32 HWC (as the mapper makes it)");
+  // Two scratch images, ping-ponged: sepFilter2D is not documented to work
+  // in place. They stay in L2 while one image goes through the whole chain;
+  // the last call writes straight into the batch.
+  std::vector<float> ping(batch.image_elements());
+  std::vector<float> pong(batch.image_elements());
+  size_t plane = size_t{batch.height} * batch.width;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    float* img = batch.image(i);
+    float* cur = ping.data();
+    float* next = pong.data();
+    hwc_to_chw(img, cur, batch.height, batch.width, batch.channels);
+    for (uint32_t call = 0; call < p.repeat; ++call) {
+      if (call + 1 == p.repeat)
+        next = img;
+      auto kernel = gaussian_kernel(
+        blur_sigma(p, batch.epoch, batch.sample_ids[i], call), p.kernel_size);
+      for (size_t c = 0; c < batch.channels; ++c)
+        blur_plane_opencv(cur + c * plane, next + c * plane, batch.height,
+                          batch.width, kernel);
+      std::swap(cur, next);
+    }
+    if (p.repeat == 0)
+      std::copy(cur, cur + batch.image_elements(), img);
+  }
+  batch.order = layout::chw;
+}
+
+} // namespace stoker

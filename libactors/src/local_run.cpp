@@ -1,0 +1,111 @@
+#include "stoker/local_run.hpp"
+
+#include <iomanip>
+#include <iostream>
+
+#include <caf/scoped_actor.hpp>
+#include <opencv2/core.hpp>
+
+#include "stoker/actors.hpp"
+#include "stoker/errors.hpp"
+
+namespace stoker {
+
+caf::expected<run_report> run_local(caf::actor_system& sys,
+                                    const run_config& cfg) {
+  epoch_source plan{cfg.source};
+  auto source = spawn_source(sys, cfg.source);
+  auto router = spawn_router(sys, source, cfg.policy, cfg.window,
+                             plan.total_samples());
+  auto trainer = spawn_trainer(sys, cfg, router);
+  caf::scoped_actor self{sys};
+  auto stop = [&](auto&&... actors) {
+    (self->send_exit(actors, caf::exit_reason::user_shutdown), ...);
+  };
+  if (!trainer) {
+    stop(router, source);
+    return std::move(trainer.error());
+  }
+  std::vector<worker_actor> workers;
+  for (uint32_t i = 0; i < cfg.workers; ++i) {
+    auto name = "worker-" + std::to_string(i);
+    workers.push_back(spawn_worker(sys, name, cfg.synthetic, cfg.blur, router));
+    self->send(router, join_atom::value, workers.back(), name);
+  }
+  caf::expected<run_report> result{caf::error{}};
+  router_summary summary;
+  caf::error failure;
+  self->request(router, caf::infinite, run_atom::value)
+    .receive([&](router_summary& s) { summary = std::move(s); },
+             [&](caf::error& err) { failure = std::move(err); });
+  if (!failure) {
+    trainer_stats tstats;
+    std::vector<worker_stats> wstats;
+    self->request(*trainer, caf::infinite, stats_atom::value)
+      .receive([&](trainer_stats& s) { tstats = std::move(s); },
+               [&](caf::error& err) { failure = std::move(err); });
+    for (auto& w : workers)
+      self->request(w, caf::infinite, stats_atom::value)
+        .receive([&](worker_stats& s) { wstats.push_back(std::move(s)); },
+                 [&](caf::error& err) { failure = std::move(err); });
+    if (!failure)
+      result = make_report(summary, tstats, wstats);
+  }
+  for (auto& w : workers)
+    stop(w);
+  stop(*trainer, router, source);
+  if (failure)
+    return failure;
+  return result;
+}
+
+int local_role_main(caf::actor_system& sys, const run_config& cfg) {
+  // One OpenCV thread per worker: on a 224x224 image OpenCV's own threads
+  // only add contention; parallelism comes from running one worker per core.
+  cv::setNumThreads(1);
+  std::cout << "stoker-node: role local, config " << cfg.config_source
+            << "\n  dataset " << cfg.source.dataset_size << " samples x "
+            << cfg.source.epochs << " epoch(s), batch " << cfg.source.batch_size
+            << ", image " << cfg.synthetic.height << "x" << cfg.synthetic.width
+            << "x" << cfg.synthetic.channels << ", blur " << cfg.blur.repeat
+            << "x GaussianBlur(" << cfg.blur.kernel_size << ")\n  "
+            << cfg.workers << " CPU worker(s), router "
+            << to_string(cfg.policy) << " (window " << cfg.window
+            << "), trainer device " << to_string(cfg.trainer.device)
+            << std::endl;
+  auto report = run_local(sys, cfg);
+  if (!report) {
+    std::cerr << "stoker-node: run failed: " << describe(report.error())
+              << std::endl;
+    return 1;
+  }
+  auto& r = *report;
+  std::cout << std::fixed << std::setprecision(2) << "run: "
+            << r.samples_delivered << " samples in " << r.wall_s << " s ("
+            << r.throughput_sps << " samples/s), " << r.steps << " steps on "
+            << r.trainer_device
+            << (r.trainer_simulated ? " [simulated accelerator]" : "")
+            << ", accelerator idle "
+            << 100.0 * r.accelerator_idle_fraction << "%, missing "
+            << r.missing << ", duplicates " << r.duplicates << ", rejected "
+            << r.rejected_batches << std::endl;
+  for (auto& w : r.workers)
+    std::cout << "  " << w.name << ": " << w.batches << " batches, busy "
+              << 100.0 * w.busy_fraction << "%" << std::endl;
+  if (!cfg.report_path.empty()) {
+    if (auto err = write_report(r, cfg.report_path)) {
+      std::cerr << "stoker-node: " << describe(err) << std::endl;
+      return 1;
+    }
+    std::cout << "report written to " << cfg.report_path << std::endl;
+  }
+  if (!r.exactly_once()) {
+    std::cerr << "stoker-node: delivery was not exactly once"
+              << (r.first_error.empty() ? "" : ": " + r.first_error)
+              << std::endl;
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace stoker

@@ -1,0 +1,37 @@
+#include "stoker/messages.hpp"
+
+#include "stoker/actors.hpp"
+
+namespace stoker {
+
+size_t dtype_size(dtype t) noexcept {
+  switch (t) {
+    case dtype::float32:
+      return 4;
+  }
+  return 0;
+}
+
+std::string to_string(dtype t) {
+  return t == dtype::float32 ? "float32" : "unknown dtype";
+}
+
+std::string to_string(layout x) {
+  return x == layout::hwc ? "HWC" : x == layout::chw ? "CHW" : "unknown";
+}
+
+void register_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<work_item>("stoker::work_item")
+    .add_message_type<std::vector<work_item>>("std::vector<stoker::work_item>")
+    .add_message_type<image_batch>("stoker::image_batch")
+    .add_message_type<worker_report>("stoker::worker_report")
+    .add_message_type<worker_stats>("stoker::worker_stats")
+    .add_message_type<trainer_stats>("stoker::trainer_stats")
+    .add_message_type<router_summary>("stoker::router_summary")
+    .add_message_type<source_actor>("stoker::source_actor")
+    .add_message_type<worker_actor>("stoker::worker_actor")
+    .add_message_type<trainer_actor>("stoker::trainer_actor")
+    .add_message_type<router_actor>("stoker::router_actor");
+}
+
+} // namespace stoker

@@ -1,0 +1,221 @@
+#include "stoker/node_config.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <caf/config_option_adder.hpp>
+
+#include "stoker/detail/default_config.hpp"
+#include "stoker/errors.hpp"
+#include "stoker/messages.hpp"
+
+namespace stoker {
+
+namespace {
+
+// CAF's own sections, which the file may set too (scheduler, logger, ...).
+bool is_caf_section(const std::string& name) {
+  for (auto s : {"stream", "scheduler", "work-stealing", "logger",
+                 "middleman", "openssl"})
+    if (name == s)
+      return true;
+  return false;
+}
+
+std::string expected_text(caf::string_view type_name) {
+  std::string caf_type{type_name.begin(), type_name.end()};
+  if (caf_type == "int64")
+    return "an integer";
+  if (caf_type == "real64")
+    return "a number with a decimal point (e.g. 2.0)";
+  if (caf_type == "string")
+    return "a quoted string (e.g. \"text\")";
+  if (caf_type == "boolean")
+    return "true or false";
+  return caf_type;
+}
+
+std::string read_file(const std::string& path, caf::error& err) {
+  std::ifstream in{path};
+  if (!in) {
+    err = make_error(errc::invalid_config,
+                     "--config-file=" + path + ": cannot open the file");
+    return {};
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+} // namespace
+
+node_config::node_config() {
+  using std::string;
+  opt_group{custom_options_, "global"}
+    .add<string>("role", "local (one process); default: local")
+    .add<string>("report", "write a JSON run report to this path");
+  opt_group{custom_options_, "pipeline"}
+    .add<int64_t>("seed", "seed of every random draw (default 0)")
+    .add<int64_t>("dataset-size", "sample ids 0..N-1 (default 64000)")
+    .add<int64_t>("batch-size", "samples per batch (default 64)")
+    .add<int64_t>("epochs", "passes over the dataset (default 1)")
+    .add<bool>("shuffle", "new order each epoch (default true)")
+    .add<int64_t>("height", "image height (default 224)")
+    .add<int64_t>("width", "image width (default 224)")
+    .add<int64_t>("channels", "image channels, 1..4 (default 3)")
+    .add<int64_t>("num-classes", "label = id % num-classes (default 1000)")
+    .add<int64_t>("blur-repeat", "GaussianBlur calls per image (default 10)")
+    .add<int64_t>("blur-kernel", "odd kernel size (default 11)")
+    .add<double>("sigma-min", "smallest sigma drawn (default 0.1)")
+    .add<double>("sigma-max", "largest sigma drawn (default 2.0)");
+  opt_group{custom_options_, "router"}
+    .add<string>("policy", "least-loaded (default) or round-robin")
+    .add<int64_t>("window", "max batches in flight (default 8)");
+  opt_group{custom_options_, "worker"}
+    .add<int64_t>("count", "CPU workers; 0 = one per core (default 0)");
+  opt_group{custom_options_, "trainer"}
+    .add<string>("device", "auto (default), cuda, cpu or sim")
+    .add<int64_t>("sim-step-ms", "simulated step time (default 50)")
+    .add<int64_t>("log-every", "steps between progress lines (default 100)")
+    .add<int64_t>("prefetch", "batches the trainer buffers (default 4)")
+    .add<double>("lr", "SGD learning rate (default 0.001)")
+    .add<double>("momentum", "SGD momentum (default 0.9)")
+    .add<int64_t>("threads", "LibTorch threads; 0 = its default (default 0)");
+  opt_group{custom_options_, "model"}
+    .add<int64_t>("patch-size", "ViT patch size (default 16)")
+    .add<int64_t>("width", "ViT embedding width (default 768)")
+    .add<int64_t>("depth", "ViT blocks (default 12)")
+    .add<int64_t>("heads", "attention heads (default 12)")
+    .add<int64_t>("mlp-dim", "MLP hidden size (default 3072)");
+  register_message_types(*this);
+  // Stoker's actors on the scheduler (router, source) do little work; the
+  // heavy ones are detached. A small scheduler that sleeps when idle leaves
+  // the cores to the workers: work stealing's polling cost them ~10%.
+  set("scheduler.policy", caf::atom("sharing"));
+  set("scheduler.max-threads", size_t{2});
+}
+
+caf::error check_config_keys(const caf::settings& raw,
+                             const caf::config_option_set& opts,
+                             const std::string& file) {
+  for (auto& [section, value] : raw) {
+    auto dict = caf::get_if<caf::settings>(&value);
+    if (dict == nullptr) {
+      // A key before any [section] header lands in "global".
+      if (auto opt = opts.qualified_name_lookup("global." + section)) {
+        if (opt->check(value))
+          return make_error(errc::invalid_config,
+                            file + ": " + section + " = " + to_string(value)
+                              + ": expected "
+                              + expected_text(opt->type_name()));
+        continue;
+      }
+      return make_error(errc::invalid_config,
+                        file + ": unknown key '" + section + "'");
+    }
+    if (is_caf_section(section))
+      continue; // CAF checks its own sections
+    for (auto& [key, v] : *dict) {
+      auto name = section + "." + key;
+      auto opt = opts.qualified_name_lookup(name);
+      if (opt == nullptr)
+        return make_error(errc::invalid_config,
+                          file + ": unknown key '" + key + "' in section ["
+                            + section + "] (see stoker-node --help)");
+      if (opt->check(v))
+        return make_error(errc::invalid_config,
+                          file + ": " + name + " = " + to_string(v)
+                            + ": expected "
+                            + expected_text(opt->type_name()));
+    }
+  }
+  return caf::none;
+}
+
+caf::expected<std::optional<run_config>>
+node_config::load(const std::vector<std::string>& args) {
+  std::string file = "config/local.ini (embedded default)";
+  std::string text = embedded_default_config();
+  for (auto& arg : args) {
+    const std::string flag = "--config-file=";
+    if (arg.compare(0, flag.size(), flag) == 0) {
+      file = arg.substr(flag.size());
+      caf::error err;
+      text = read_file(file, err);
+      if (err)
+        return err;
+    }
+  }
+  // CAF's command line only turns a flag on (`--pipeline.shuffle`); we also
+  // take `--pipeline.shuffle=false` and apply it after CAF's parse.
+  std::vector<std::string> caf_args;
+  std::vector<std::pair<std::string, bool>> flags;
+  for (auto& arg : args) {
+    auto eq = arg.find('=');
+    if (arg.compare(0, 2, "--") == 0 && eq != std::string::npos) {
+      auto name = arg.substr(2, eq - 2);
+      auto opt = custom_options_.qualified_name_lookup(
+        name.find('.') == std::string::npos ? "global." + name : name);
+      if (opt != nullptr && opt->is_flag()) {
+        auto value = arg.substr(eq + 1);
+        if (value != "true" && value != "false")
+          return make_error(errc::invalid_config,
+                            "command line: " + arg
+                              + ": expected true or false");
+        flags.emplace_back(name, value == "true");
+        continue;
+      }
+    }
+    caf_args.push_back(arg);
+  }
+  // Pass 1: the file alone, against our option set, to report syntax
+  // errors with their line and unknown or mistyped keys (CAF would only
+  // drop those silently).
+  std::istringstream raw_in{text};
+  auto raw = parse_config(raw_in);
+  if (!raw) {
+    // CAF puts the position into the context as {"line": L, "column": C}.
+    auto& ctx = raw.error().context();
+    std::string where;
+    if (ctx.match_elements<caf::settings>()) {
+      auto& pos = ctx.get_as<caf::settings>(0);
+      where = " at line " + std::to_string(caf::get_or(pos, "line", int64_t{0}))
+              + ", column "
+              + std::to_string(caf::get_or(pos, "column", int64_t{0}));
+    }
+    return make_error(errc::invalid_config,
+                      file + ": syntax error" + where + " ("
+                        + to_string(static_cast<caf::pec>(raw.error().code()))
+                        + "); expected `key = value` lines under [section] "
+                          "headers, strings in double quotes");
+  }
+  if (auto err = check_config_keys(*raw, custom_options_, file))
+    return err;
+  // Pass 2: CAF's own parse, where command-line flags override the file.
+  std::istringstream in{text};
+  if (auto err = parse(caf_args, in))
+    return make_error(errc::invalid_config,
+                      "command line: " + render(err)
+                        + "; expected --section.key=value flags "
+                          "(see stoker-node --help)");
+  if (!remainder.empty())
+    return make_error(errc::invalid_config,
+                      "command line: unexpected argument '" + remainder.front()
+                        + "'; expected --section.key=value flags");
+  if (cli_helptext_printed)
+    return std::optional<run_config>{};
+  for (auto& [name, value] : flags)
+    caf::put(content, name, value);
+  auto cfg = read_run_config(content);
+  if (!cfg)
+    return make_error(errc::invalid_config,
+                      "config: " + describe(cfg.error()));
+  cfg->config_source = file;
+  return std::optional<run_config>{std::move(*cfg)};
+}
+
+const char* embedded_default_config() noexcept {
+  return detail::default_config_text;
+}
+
+} // namespace stoker

@@ -1,0 +1,219 @@
+#include "stoker/run_config.hpp"
+
+#include <limits>
+#include <thread>
+
+#include <caf/config_value.hpp>
+
+#include "stoker/errors.hpp"
+
+namespace stoker {
+
+std::optional<device_kind> parse_device(std::string_view name) {
+  if (name == "auto")
+    return device_kind::auto_select;
+  if (name == "cuda")
+    return device_kind::cuda;
+  if (name == "cpu")
+    return device_kind::cpu;
+  if (name == "sim")
+    return device_kind::sim;
+  return std::nullopt;
+}
+
+std::string to_string(device_kind d) {
+  switch (d) {
+    case device_kind::auto_select:
+      return "auto";
+    case device_kind::cuda:
+      return "cuda";
+    case device_kind::cpu:
+      return "cpu";
+    case device_kind::sim:
+      return "sim";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// Reads typed values out of the settings, collecting the first error. Keys
+// are fully qualified ("router.window"); a missing key keeps the default.
+class reader {
+public:
+  explicit reader(const caf::settings& content) : content_(content) {
+    // nop
+  }
+
+  template <class T>
+  void unsigned_int(std::string_view key, T& out, int64_t min,
+                    int64_t max = std::numeric_limits<T>::max()) {
+    auto v = find(key);
+    if (v == nullptr)
+      return;
+    auto x = caf::get_if<int64_t>(v);
+    if (x == nullptr || *x < min || *x > max) {
+      fail(key, *v,
+           "an integer from " + std::to_string(min) + " to "
+             + std::to_string(max));
+      return;
+    }
+    out = static_cast<T>(*x);
+  }
+
+  void real(std::string_view key, double& out, double min, double max) {
+    auto v = find(key);
+    if (v == nullptr)
+      return;
+    auto x = caf::get_if<double>(v);
+    if (x == nullptr || !(*x >= min && *x <= max)) {
+      fail(key, *v,
+           "a number from " + std::to_string(min) + " to "
+             + std::to_string(max));
+      return;
+    }
+    out = *x;
+  }
+
+  void boolean(std::string_view key, bool& out) {
+    auto v = find(key);
+    if (v == nullptr)
+      return;
+    if (auto x = caf::get_if<bool>(v))
+      out = *x;
+    else
+      fail(key, *v, "true or false");
+  }
+
+  void text(std::string_view key, std::string& out) {
+    auto v = find(key);
+    if (v == nullptr)
+      return;
+    if (auto x = caf::get_if<std::string>(v))
+      out = *x;
+    else
+      fail(key, *v, "a quoted string");
+  }
+
+  // A string that must be one of a fixed set, parsed by `parse`.
+  template <class T, class Parse>
+  void choice(std::string_view key, T& out, Parse parse,
+              const char* expected) {
+    std::string name;
+    auto v = find(key);
+    if (v == nullptr)
+      return;
+    text(key, name);
+    if (err_)
+      return;
+    if (auto x = parse(name))
+      out = *x;
+    else
+      fail(key, *v, expected);
+  }
+
+  void fail(std::string_view key, const caf::config_value& v,
+            const std::string& expected) {
+    fail(std::string{key} + " = " + to_string(v) + ": expected " + expected);
+  }
+
+  void fail(std::string message) {
+    if (!err_)
+      err_ = make_error(errc::invalid_config, std::move(message));
+  }
+
+  caf::error& error() { return err_; }
+
+private:
+  const caf::config_value* find(std::string_view key) {
+    return caf::get_if(&content_, key);
+  }
+
+  const caf::settings& content_;
+  caf::error err_;
+};
+
+} // namespace
+
+caf::expected<run_config> read_run_config(const caf::settings& content) {
+  run_config cfg;
+  reader r{content};
+  constexpr int64_t u32_max = std::numeric_limits<uint32_t>::max();
+  r.text("role", cfg.role);
+  if (cfg.role != "local")
+    r.fail("--role=" + cfg.role + ": expected local (the one-process "
+           "pipeline; cluster roles come with the cluster feature)");
+  r.text("report", cfg.report_path);
+  // -- pipeline: the synthetic dataset, the source, the blur stage
+  uint64_t seed = 0;
+  r.unsigned_int("pipeline.seed", seed, 0, std::numeric_limits<int64_t>::max());
+  r.unsigned_int("pipeline.dataset-size", cfg.source.dataset_size, 1,
+                 std::numeric_limits<int64_t>::max());
+  r.unsigned_int("pipeline.batch-size", cfg.source.batch_size, 1, 65536);
+  r.unsigned_int("pipeline.epochs", cfg.source.epochs, 1, 1000000);
+  r.boolean("pipeline.shuffle", cfg.source.shuffle);
+  r.unsigned_int("pipeline.height", cfg.synthetic.height, 1, 16384);
+  r.unsigned_int("pipeline.width", cfg.synthetic.width, 1, 16384);
+  r.unsigned_int("pipeline.channels", cfg.synthetic.channels, 1, 4);
+  r.unsigned_int("pipeline.num-classes", cfg.synthetic.num_classes, 1,
+                 1000000);
+  r.unsigned_int("pipeline.blur-repeat", cfg.blur.repeat, 0, 1000);
+  r.unsigned_int("pipeline.blur-kernel", cfg.blur.kernel_size, 1, 99);
+  double sigma_min = cfg.blur.sigma_min, sigma_max = cfg.blur.sigma_max;
+  r.real("pipeline.sigma-min", sigma_min, 1e-3, 100.0);
+  r.real("pipeline.sigma-max", sigma_max, 1e-3, 100.0);
+  cfg.source.seed = cfg.synthetic.seed = cfg.blur.seed = seed;
+  cfg.blur.sigma_min = static_cast<float>(sigma_min);
+  cfg.blur.sigma_max = static_cast<float>(sigma_max);
+  if (cfg.blur.kernel_size % 2 == 0)
+    r.fail("pipeline.blur-kernel = " + std::to_string(cfg.blur.kernel_size)
+           + ": expected an odd kernel size (as GaussianBlur requires)");
+  if (sigma_min > sigma_max)
+    r.fail("pipeline.sigma-min = " + std::to_string(sigma_min)
+           + ": expected at most pipeline.sigma-max ("
+           + std::to_string(sigma_max) + ")");
+  // -- router and workers
+  r.choice("router.policy", cfg.policy, parse_routing_policy,
+           "\"least-loaded\" or \"round-robin\"");
+  r.unsigned_int("router.window", cfg.window, 1, 100000);
+  r.unsigned_int("worker.count", cfg.workers, 0, 4096);
+  if (cfg.workers == 0)
+    cfg.workers = std::max(1u, std::thread::hardware_concurrency());
+  // -- trainer and model
+  auto& t = cfg.trainer;
+  r.choice("trainer.device", t.device, parse_device,
+           "\"auto\", \"cuda\", \"cpu\" or \"sim\"");
+  r.unsigned_int("trainer.sim-step-ms", t.sim_step_ms, 0, 3600000);
+  r.unsigned_int("trainer.log-every", t.log_every, 1, u32_max);
+  r.unsigned_int("trainer.prefetch", t.prefetch, 1, 100000);
+  r.real("trainer.lr", t.lr, 0.0, 1e3);
+  r.real("trainer.momentum", t.momentum, 0.0, 1.0);
+  r.unsigned_int("trainer.threads", t.threads, 0, 4096);
+  auto& m = t.model;
+  r.unsigned_int("model.patch-size", m.patch_size, 1, 4096);
+  r.unsigned_int("model.width", m.width, 1, 65536);
+  r.unsigned_int("model.depth", m.depth, 1, 1000);
+  r.unsigned_int("model.heads", m.heads, 1, 1024);
+  r.unsigned_int("model.mlp-dim", m.mlp_dim, 1, 1 << 20);
+  m.image_height = cfg.synthetic.height;
+  m.image_width = cfg.synthetic.width;
+  m.channels = cfg.synthetic.channels;
+  m.num_classes = cfg.synthetic.num_classes;
+  if (t.device != device_kind::sim && !r.error()) {
+    if (m.width % m.heads != 0)
+      r.fail("model.heads = " + std::to_string(m.heads)
+             + ": expected a divisor of model.width ("
+             + std::to_string(m.width) + ")");
+    if (m.image_height % m.patch_size != 0
+        || m.image_width % m.patch_size != 0)
+      r.fail("model.patch-size = " + std::to_string(m.patch_size)
+             + ": expected a divisor of the image size ("
+             + std::to_string(m.image_height) + "x"
+             + std::to_string(m.image_width) + ")");
+  }
+  if (r.error())
+    return std::move(r.error());
+  return cfg;
+}
+
+} // namespace stoker

@@ -1,0 +1,137 @@
+#include "stoker/run_report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "stoker/errors.hpp"
+
+namespace stoker {
+
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string number(double x) {
+  if (!std::isfinite(x))
+    return "null";
+  std::ostringstream out;
+  out.precision(6);
+  out << x;
+  return out.str();
+}
+
+} // namespace
+
+run_report make_report(const router_summary& router,
+                       const trainer_stats& trainer,
+                       const std::vector<worker_stats>& workers) {
+  run_report r;
+  r.samples_delivered = trainer.samples_delivered;
+  r.duplicates = trainer.duplicates;
+  r.missing = router.samples_expected > trainer.unique_samples
+                ? router.samples_expected - trainer.unique_samples
+                : 0;
+  r.steps = trainer.steps;
+  r.wall_s = static_cast<double>(router.wall_ns) * 1e-9;
+  r.throughput_sps = r.wall_s > 0 ? static_cast<double>(trainer.samples_delivered) / r.wall_s : 0;
+  double busy = static_cast<double>(trainer.step_ns);
+  double wait = static_cast<double>(trainer.wait_ns);
+  r.accelerator_idle_fraction = busy + wait > 0 ? wait / (busy + wait) : 0;
+  r.trainer_device = trainer.device;
+  r.trainer_simulated = trainer.simulated;
+  r.policy = router.policy;
+  r.rejected_batches = trainer.rejected_batches;
+  r.first_error = trainer.first_error;
+  for (auto& w : workers) {
+    worker_entry e{w.name, w.batches, w.samples, 0.0};
+    if (w.alive_ns > 0)
+      e.busy_fraction = static_cast<double>(w.busy_ns)
+                        / static_cast<double>(w.alive_ns);
+    r.workers.push_back(std::move(e));
+  }
+  return r;
+}
+
+std::string to_json(const run_report& r) {
+  std::ostringstream out;
+  out << "{\n"
+      << "  \"samples_delivered\": " << r.samples_delivered << ",\n"
+      << "  \"duplicates\": " << r.duplicates << ",\n"
+      << "  \"missing\": " << r.missing << ",\n"
+      << "  \"steps\": " << r.steps << ",\n"
+      << "  \"wall_s\": " << number(r.wall_s) << ",\n"
+      << "  \"throughput_sps\": " << number(r.throughput_sps) << ",\n"
+      << "  \"accelerator_idle_fraction\": "
+      << number(r.accelerator_idle_fraction) << ",\n"
+      << "  \"trainer_device\": " << quoted(r.trainer_device) << ",\n"
+      << "  \"trainer_simulated\": " << (r.trainer_simulated ? "true" : "false")
+      << ",\n"
+      << "  \"policy\": " << quoted(r.policy) << ",\n"
+      << "  \"rejected_batches\": " << r.rejected_batches << ",\n"
+      << "  \"first_error\": " << quoted(r.first_error) << ",\n"
+      << "  \"workers\": [";
+  for (size_t i = 0; i < r.workers.size(); ++i) {
+    auto& w = r.workers[i];
+    out << (i == 0 ? "\n" : ",\n") << "    {\"name\": " << quoted(w.name)
+        << ", \"batches\": " << w.batches << ", \"samples\": " << w.samples
+        << ", \"busy_fraction\": " << number(w.busy_fraction) << "}";
+  }
+  out << (r.workers.empty() ? "]\n" : "\n  ]\n") << "}\n";
+  return out.str();
+}
+
+caf::error write_report(const run_report& report, const std::string& path) {
+  auto fail = [&](const std::string& what) {
+    return make_error(errc::io_failure,
+                      "--report=" + path + ": " + what + " failed");
+  };
+  auto tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    return fail("creating " + tmp);
+  auto text = to_json(report);
+  size_t written = 0;
+  while (written < text.size()) {
+    auto n = ::write(fd, text.data() + written, text.size() - written);
+    if (n <= 0) {
+      ::close(fd);
+      return fail("writing " + tmp);
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    return fail("syncing " + tmp);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return fail("renaming " + tmp);
+  return caf::none;
+}
+
+} // namespace stoker

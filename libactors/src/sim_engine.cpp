@@ -1,0 +1,50 @@
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "stoker/step_engine.hpp"
+
+namespace stoker {
+
+namespace {
+
+class sim_engine final : public step_engine {
+public:
+  explicit sim_engine(uint32_t step_ms) : step_ms_(step_ms) {
+    // nop
+  }
+
+  caf::expected<step_result> step(const image_batch&) override {
+    // Sleeping, not spinning: a simulated accelerator takes no host CPU,
+    // just like a real one that is busy with its own kernels.
+    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms_));
+    return step_result{std::numeric_limits<double>::quiet_NaN()};
+  }
+
+  std::string device() const override {
+    return "sim";
+  }
+
+  bool simulated() const override {
+    return true;
+  }
+
+private:
+  uint32_t step_ms_;
+};
+
+} // namespace
+
+std::unique_ptr<step_engine> make_sim_engine(uint32_t step_ms) {
+  return std::make_unique<sim_engine>(step_ms);
+}
+
+caf::expected<std::unique_ptr<step_engine>>
+make_step_engine(const trainer_spec& spec) {
+  if (spec.device == device_kind::sim)
+    return make_sim_engine(spec.sim_step_ms);
+  return make_torch_engine(spec);
+}
+
+} // namespace stoker

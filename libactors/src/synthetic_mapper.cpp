@@ -1,0 +1,39 @@
+#include "stoker/synthetic_mapper.hpp"
+
+#include "stoker/counter_rng.hpp"
+
+namespace stoker {
+
+int64_t synthetic_label(uint64_t id, uint32_t num_classes) noexcept {
+  return static_cast<int64_t>(id % num_classes);
+}
+
+void make_synthetic_image(const synthetic_spec& spec, uint64_t epoch,
+                          uint64_t id, float* out) noexcept {
+  counter_rng rng{{spec.seed, epoch, id, rng_stage::sample_pixels}};
+  rng.fill_standard_normal(out, size_t{spec.height} * spec.width
+                                  * spec.channels);
+}
+
+image_batch map_synthetic(const synthetic_spec& spec, const work_item& item) {
+  image_batch batch;
+  batch.epoch = item.epoch;
+  batch.batch_id = item.batch_id;
+  batch.sample_ids = item.sample_ids;
+  batch.type = dtype::float32;
+  batch.order = layout::hwc;
+  batch.height = spec.height;
+  batch.width = spec.width;
+  batch.channels = spec.channels;
+  batch.labels.reserve(item.sample_ids.size());
+  batch.data.resize(item.sample_ids.size() * batch.image_bytes());
+  for (size_t i = 0; i < item.sample_ids.size(); ++i) {
+    batch.labels.push_back(synthetic_label(item.sample_ids[i],
+                                           spec.num_classes));
+    make_synthetic_image(spec, item.epoch, item.sample_ids[i],
+                         batch.image(i));
+  }
+  return batch;
+}
+
+} // namespace stoker

@@ -1,0 +1,89 @@
+#include <cmath>
+
+#include "stoker/errors.hpp"
+#include "stoker/step_engine.hpp"
+#include "stoker/vit.hpp"
+
+namespace stoker {
+
+namespace {
+
+class torch_engine final : public step_engine {
+public:
+  torch_engine(const trainer_spec& spec, torch::Device dev)
+    : device_(dev),
+      model_(spec.model),
+      optimizer_(model_->parameters(),
+                 torch::optim::SGDOptions(spec.lr).momentum(spec.momentum)) {
+    model_->to(device_);
+    model_->train();
+  }
+
+  caf::expected<step_result> step(const image_batch& b) override {
+    try {
+      auto n = static_cast<int64_t>(b.size());
+      // from_blob views the batch's buffer without copying; `to` copies it
+      // to the device (or is a no-op on CPU, where the view is used as is).
+      auto images = torch::from_blob(const_cast<char*>(b.data.data()),
+                                     {n, b.channels, b.height, b.width},
+                                     torch::kFloat32)
+                      .to(device_);
+      auto labels = torch::from_blob(const_cast<int64_t*>(b.labels.data()),
+                                     {n}, torch::kInt64)
+                      .to(device_);
+      optimizer_.zero_grad();
+      auto loss = torch::nn::functional::cross_entropy(model_(images), labels);
+      loss.backward();
+      optimizer_.step();
+      double value = loss.item<double>();
+      if (!std::isfinite(value))
+        return make_error(errc::trainer_failure,
+                          "batch " + std::to_string(b.batch_id) + ": loss is "
+                            + std::to_string(value)
+                            + ", expected a finite number (lower trainer.lr?)");
+      return step_result{value};
+    } catch (const std::exception& e) {
+      return make_error(errc::trainer_failure,
+                        "batch " + std::to_string(b.batch_id)
+                          + ": training step failed: " + e.what());
+    }
+  }
+
+  std::string device() const override {
+    return device_.str();
+  }
+
+  bool simulated() const override {
+    return false;
+  }
+
+private:
+  torch::Device device_;
+  vit model_;
+  torch::optim::SGD optimizer_;
+};
+
+} // namespace
+
+caf::expected<std::unique_ptr<step_engine>>
+make_torch_engine(const trainer_spec& spec) {
+  bool has_cuda = torch::cuda::is_available();
+  if (spec.device == device_kind::cuda && !has_cuda)
+    return make_error(errc::invalid_config,
+                      "trainer.device = \"cuda\": LibTorch sees no CUDA "
+                      "device (Debian's LibTorch is CPU-only); expected \"auto\", \"cpu\" or \"sim\"");
+  if (spec.threads > 0)
+    torch::set_num_threads(static_cast<int>(spec.threads));
+  torch::Device dev = spec.device == device_kind::cpu || !has_cuda
+                        ? torch::Device(torch::kCPU)
+                        : torch::Device(torch::kCUDA, 0);
+  try {
+    return std::unique_ptr<step_engine>{
+      std::make_unique<torch_engine>(spec, dev)};
+  } catch (const std::exception& e) {
+    return make_error(errc::trainer_failure,
+                      "cannot build the ViT on " + dev.str() + ": " + e.what());
+  }
+}
+
+} // namespace stoker

@@ -1,0 +1,134 @@
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <optional>
+#include <sstream>
+
+#include <caf/actor_ostream.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "stoker/actors.hpp"
+#include "stoker/batch_check.hpp"
+#include "stoker/delivery_ledger.hpp"
+#include "stoker/errors.hpp"
+#include "stoker/step_engine.hpp"
+
+namespace stoker {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+uint64_t ns_between(clock_type::time_point a, clock_type::time_point b) {
+  return static_cast<uint64_t>(
+    std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
+}
+
+struct trainer_state {
+  std::shared_ptr<step_engine> engine;
+  std::optional<delivery_ledger> ledger;
+  batch_expectation expect;
+  trainer_stats stats;
+  uint32_t log_every = 100;
+  // Since when the accelerator has had nothing to do.
+  clock_type::time_point idle_since = clock_type::now();
+  // Sums over the steps since the last progress line.
+  uint64_t window_step_ns = 0;
+  uint64_t window_wait_ns = 0;
+  static constexpr const char* name = "stoker.trainer";
+};
+
+using trainer_ptr = trainer_actor::stateful_pointer<trainer_state>;
+
+void log_progress(trainer_ptr self) {
+  auto& st = self->state;
+  double busy = static_cast<double>(st.window_step_ns);
+  double waited = static_cast<double>(st.window_wait_ns);
+  std::ostringstream line;
+  line << "Iteration " << st.stats.steps << ": avg time per step "
+       << std::fixed << std::setprecision(4)
+       << busy * 1e-9 / st.log_every << " s, accelerator idle "
+       << std::setprecision(1) << 100.0 * waited / std::max(1.0, busy + waited)
+       << "%";
+  if (st.engine->simulated())
+    line << " [simulated accelerator]";
+  else
+    line << ", loss " << std::setprecision(4) << st.stats.last_loss;
+  caf::aout(self) << line.str() << std::endl;
+  st.window_step_ns = st.window_wait_ns = 0;
+}
+
+trainer_actor::behavior_type
+trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
+           run_config cfg, router_actor router) {
+  auto& st = self->state;
+  st.engine = std::move(engine);
+  st.ledger.emplace(cfg.source.dataset_size, cfg.source.epochs);
+  st.expect = batch_expectation{cfg.synthetic.height, cfg.synthetic.width,
+                                cfg.synthetic.channels,
+                                cfg.synthetic.num_classes, layout::chw};
+  st.stats.device = st.engine->device();
+  st.stats.simulated = st.engine->simulated();
+  st.log_every = cfg.trainer.log_every;
+  self->send(router, credit_atom::value,
+             caf::actor_cast<trainer_actor>(self), cfg.trainer.prefetch);
+  return {
+    [=](const image_batch& batch) {
+      auto& s = self->state;
+      auto start = clock_type::now();
+      auto waited = ns_between(s.idle_since, start);
+      s.stats.wait_ns += waited;
+      s.window_wait_ns += waited;
+      if (auto err = check_batch(batch, s.expect)) {
+        // Not trained on, not counted as delivered: the report shows it.
+        ++s.stats.rejected_batches;
+        if (s.stats.first_error.empty())
+          s.stats.first_error = describe(err);
+        caf::aout(self) << "trainer: rejected " << describe(err) << std::endl;
+        self->send(router, ack_atom::value, batch.batch_id);
+        s.idle_since = clock_type::now();
+        return;
+      }
+      auto result = s.engine->step(batch);
+      auto end = clock_type::now();
+      if (!result) {
+        self->quit(result.error());
+        return;
+      }
+      for (auto id : batch.sample_ids)
+        s.ledger->record(batch.epoch, id);
+      s.stats.steps += 1;
+      s.stats.last_loss = result->loss;
+      auto step_ns = ns_between(start, end);
+      s.stats.step_ns += step_ns;
+      s.window_step_ns += step_ns;
+      s.idle_since = end;
+      self->send(router, ack_atom::value, batch.batch_id);
+      if (s.stats.steps % s.log_every == 0)
+        log_progress(self);
+    },
+    [=](stats_atom) {
+      auto& s = self->state;
+      auto stats = s.stats;
+      stats.samples_delivered = s.ledger->delivered();
+      stats.unique_samples = s.ledger->unique();
+      stats.duplicates = s.ledger->duplicates();
+      return stats;
+    },
+  };
+}
+
+} // namespace
+
+caf::expected<trainer_actor> spawn_trainer(caf::actor_system& sys,
+                                           const run_config& cfg,
+                                           router_actor router) {
+  auto engine = make_step_engine(cfg.trainer);
+  if (!engine)
+    return std::move(engine.error());
+  std::shared_ptr<step_engine> shared = std::move(*engine);
+  return sys.spawn<caf::detached>(trainer_fn, std::move(shared), cfg,
+                                  std::move(router));
+}
+
+} // namespace stoker

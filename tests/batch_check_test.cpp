@@ -1,0 +1,74 @@
+#include <boost/test/unit_test.hpp>
+
+#include "stoker/batch_check.hpp"
+#include "stoker/errors.hpp"
+#include "stoker/synthetic_mapper.hpp"
+
+using namespace stoker;
+
+namespace {
+
+image_batch good_batch() {
+  synthetic_spec data;
+  data.height = 4;
+  data.width = 5;
+  work_item item;
+  item.batch_id = 12;
+  item.sample_ids = {10, 11};
+  auto batch = map_synthetic(data, item);
+  batch.order = layout::chw; // as after the blur stage
+  stamp_checksums(batch);
+  batch.producer = "w";
+  return batch;
+}
+
+const batch_expectation expect{4, 5, 3, 1000, layout::chw};
+
+std::string problem(const image_batch& b) {
+  auto err = check_batch(b, expect);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(is(err, errc::bad_batch));
+  return describe(err);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(batch_check)
+
+BOOST_AUTO_TEST_CASE(accepts_a_well_formed_batch) {
+  BOOST_TEST(!check_batch(good_batch(), expect));
+}
+
+BOOST_AUTO_TEST_CASE(names_a_flipped_byte_by_its_sample) {
+  auto b = good_batch();
+  b.data[b.image_bytes() + 3] ^= 1; // second image
+  auto msg = problem(b);
+  BOOST_TEST(msg.find("sample 11: checksum mismatch") != std::string::npos);
+  BOOST_TEST(msg.find("batch 12") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(names_a_wrong_label) {
+  auto b = good_batch();
+  b.labels[0] = 3;
+  BOOST_TEST(problem(b).find("sample 10 has label 3, expected 10")
+             != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(names_a_wrong_shape_and_layout) {
+  auto b = good_batch();
+  b.width = 6;
+  BOOST_TEST(problem(b).find("image shape 4x6x3, expected 4x5x3")
+             != std::string::npos);
+  b = good_batch();
+  b.order = layout::hwc;
+  BOOST_TEST(problem(b).find("layout HWC, expected CHW") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(names_a_truncated_buffer) {
+  auto b = good_batch();
+  b.data.resize(b.data.size() - 4);
+  BOOST_TEST(problem(b).find("buffer of 476 bytes, expected 480")
+             != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

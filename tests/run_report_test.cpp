@@ -1,0 +1,80 @@
+#include <boost/test/unit_test.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "stoker/errors.hpp"
+#include "stoker/run_report.hpp"
+
+using namespace stoker;
+
+namespace {
+
+run_report example() {
+  router_summary router{"least-loaded", 4, 4, 256, 2'000'000'000};
+  trainer_stats trainer;
+  trainer.device = "sim";
+  trainer.simulated = true;
+  trainer.steps = 4;
+  trainer.samples_delivered = 250;
+  trainer.unique_samples = 248;
+  trainer.duplicates = 2;
+  trainer.wait_ns = 1'000'000'000;
+  trainer.step_ns = 3'000'000'000;
+  std::vector<worker_stats> workers{{"worker-0", 3, 192, 900, 1000},
+                                    {"worker-\"1\"", 1, 64, 500, 1000}};
+  return make_report(router, trainer, workers);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(run_report)
+
+BOOST_AUTO_TEST_CASE(combines_router_trainer_and_worker_counts) {
+  auto r = example();
+  BOOST_TEST(r.samples_delivered == 250u);
+  BOOST_TEST(r.duplicates == 2u);
+  BOOST_TEST(r.missing == 8u); // 256 expected, 248 unique
+  BOOST_TEST(r.wall_s == 2.0);
+  BOOST_TEST(r.throughput_sps == 125.0);
+  BOOST_TEST(r.accelerator_idle_fraction == 0.25);
+  BOOST_TEST(r.workers[0].busy_fraction == 0.9);
+  BOOST_TEST(!r.exactly_once());
+}
+
+BOOST_AUTO_TEST_CASE(json_has_every_documented_key) {
+  auto json = to_json(example());
+  for (auto key : {"samples_delivered", "duplicates", "missing", "steps",
+                   "wall_s", "throughput_sps", "accelerator_idle_fraction",
+                   "trainer_device", "policy", "workers", "name", "batches",
+                   "busy_fraction"})
+    BOOST_TEST(json.find("\"" + std::string{key} + "\":") != std::string::npos,
+               key);
+  BOOST_TEST(json.find("\"worker-\\\"1\\\"\"") != std::string::npos);
+  BOOST_TEST(json.find("\"missing\": 8,") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(writes_the_file_whole) {
+  auto path = std::string{"/tmp/stoker-report-test-"}
+              + std::to_string(::getpid()) + ".json";
+  BOOST_REQUIRE(!write_report(example(), path));
+  std::ifstream in{path};
+  std::stringstream text;
+  text << in.rdbuf();
+  BOOST_TEST(text.str() == to_json(example()));
+  std::ifstream tmp{path + ".tmp"};
+  BOOST_TEST(!tmp.is_open()); // renamed into place
+  std::remove(path.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(names_the_path_it_cannot_write) {
+  auto err = write_report(example(), "/nonexistent-dir/report.json");
+  BOOST_TEST(is(err, errc::io_failure));
+  BOOST_TEST(describe(err).find("/nonexistent-dir/report.json")
+             != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
