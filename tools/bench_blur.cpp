@@ -12,6 +12,7 @@
 
 #include <caf/actor_system.hpp>
 #include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "stoker/batch_check.hpp"
 #include "stoker/blur.hpp"
@@ -53,7 +54,7 @@ stoker::work_item item_of(uint64_t batch, uint32_t size) {
 } // namespace
 
 int main(int argc, char** argv) {
-  double min_seconds = argc > 1 ? std::atof(argv[1]) : 3.0;
+  double min_seconds = argc > 1 ? std::atof(argv[1]) : 5.0;
   uint32_t workers = argc > 2 ? static_cast<uint32_t>(std::atoi(argv[2])) : 2;
   cv::setNumThreads(1);
   stoker::synthetic_spec data;
@@ -80,6 +81,20 @@ int main(int argc, char** argv) {
   });
   // Blur alone, without the copy the loop needs to keep its input intact.
   double blur_only = 1.0 / (1.0 / blur_rate - 1.0 / copy_rate);
+  // The reference: what cv2.GaussianBlur does on an HWC image, 10 times,
+  // the way a Python pipeline would call it.
+  cv::Mat hwc(static_cast<int>(data.height), static_cast<int>(data.width),
+              CV_32FC3, raw.image(0));
+  cv::Mat out;
+  double opencv_rate = rate(1, min_seconds, [&](uint64_t i) {
+    for (uint32_t call = 0; call < blur.repeat; ++call) {
+      double sigma = 0.1 + 1.9 * static_cast<double>((i + call) % 20) / 19.0;
+      cv::GaussianBlur(call == 0 ? hwc : out, out,
+                       cv::Size(static_cast<int>(blur.kernel_size),
+                                static_cast<int>(blur.kernel_size)),
+                       sigma, sigma, cv::BORDER_REFLECT_101);
+    }
+  });
   std::printf("%-44s %10s\n", "stage (one core)", "images/s");
   std::printf("%-44s %10.0f\n", "mapper: synthetic standard-normal image",
               map_rate);
@@ -87,6 +102,10 @@ int main(int argc, char** argv) {
               blur_only);
   std::printf("%-44s %10.0f\n", "worker: mapper + blur stage + checksum",
               worker_rate);
+  std::printf("%-44s %10.0f\n", "reference: cv::GaussianBlur on HWC, 10x",
+              opencv_rate);
+  std::printf("%-44s %10.2f\n", "  blur stage / reference",
+              blur_only / opencv_rate);
 
   // The whole pipeline in one process, into a sim trainer that takes 1 ms.
   stoker::node_config cfg;
