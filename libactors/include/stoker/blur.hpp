@@ -46,6 +46,12 @@ void blur_plane_reference(const float* src, float* dst, uint32_t height,
 void blur_plane_opencv(const float* src, float* dst, uint32_t height,
                        uint32_t width, const std::vector<float>& kernel);
 
+/// The same on an interleaved (HWC) image of 1..4 channels, each channel
+/// filtered on its own.
+void blur_image_opencv(const float* src, float* dst, uint32_t height,
+                       uint32_t width, uint32_t channels,
+                       const std::vector<float>& kernel);
+
 /// Runs the whole stage on every image of `batch`, in place: the batch goes
 /// in HWC and comes out CHW. Runs on the calling thread (OpenCV's own
 /// threading is set per process by the node; see run_node).
