@@ -7,6 +7,7 @@
 #include <opencv2/core.hpp>
 
 #include "stoker/actors.hpp"
+#include "stoker/cuda_devices.hpp"
 #include "stoker/errors.hpp"
 
 namespace stoker {
@@ -71,8 +72,10 @@ int local_role_main(caf::actor_system& sys, const run_config& cfg) {
             << "x GaussianBlur(" << cfg.blur.kernel_size << ")\n  "
             << cfg.workers << " CPU worker(s), router "
             << to_string(cfg.policy) << " (window " << cfg.window
-            << "), trainer device " << to_string(cfg.trainer.device)
-            << std::endl;
+            << "), trainer device " << to_string(cfg.trainer.device);
+  auto cuda = probe_cuda_devices();
+  std::cout << "\n  CUDA runtime: " << cuda.count << " device(s)"
+            << (cuda.detail.empty() ? "" : ": " + cuda.detail) << std::endl;
   auto report = run_local(sys, cfg);
   if (!report) {
     std::cerr << "stoker-node: run failed: " << describe(report.error())

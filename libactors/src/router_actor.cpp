@@ -89,6 +89,10 @@ void fetch(router_ptr self) {
 
 void dispatch(router_ptr self) {
   auto& st = self->state;
+  // Nothing moves before `run`: workers that join first would otherwise get
+  // the first leases before the others have joined.
+  if (!st.run_requested)
+    return;
   while (st.credits > 0 && st.leases.size() < st.window
          && !st.workers.empty() && st.trainer) {
     if (st.pending.empty()) {
