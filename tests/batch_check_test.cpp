@@ -22,7 +22,7 @@ image_batch good_batch() {
   return batch;
 }
 
-const batch_expectation expect{4, 5, 3, 1000, layout::chw};
+const batch_expectation expect{4, 5, 3, 1000, layout::chw, 100, 2};
 
 std::string problem(const image_batch& b) {
   auto err = check_batch(b, expect);
@@ -62,6 +62,18 @@ BOOST_AUTO_TEST_CASE(names_a_wrong_shape_and_layout) {
   b = good_batch();
   b.order = layout::hwc;
   BOOST_TEST(problem(b).find("layout HWC, expected CHW") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(names_ids_and_epochs_outside_the_run) {
+  auto b = good_batch();
+  b.sample_ids[1] = 100;
+  b.labels[1] = 100;
+  BOOST_TEST(problem(b).find("sample id 100, expected below the dataset "
+                             "size 100")
+             != std::string::npos);
+  b = good_batch();
+  b.epoch = 2;
+  BOOST_TEST(problem(b).find("epoch 2, expected below 2") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(names_a_truncated_buffer) {

@@ -40,7 +40,14 @@ caf::error check_batch(const image_batch& b, const batch_expectation& e) {
                     + std::to_string(b.checksums.size())
                     + " checksums, expected "
                     + std::to_string(b.size()) + " of each");
+  if (b.epoch >= e.epochs)
+    return bad(b, "epoch " + std::to_string(b.epoch) + ", expected below "
+                    + std::to_string(e.epochs));
   for (size_t i = 0; i < b.size(); ++i) {
+    if (b.sample_ids[i] >= e.dataset_size)
+      return bad(b, "sample id " + std::to_string(b.sample_ids[i])
+                      + ", expected below the dataset size "
+                      + std::to_string(e.dataset_size));
     auto want = static_cast<int64_t>(b.sample_ids[i] % e.num_classes);
     if (b.labels[i] != want)
       return bad(b, "sample " + std::to_string(b.sample_ids[i]) + " has label "

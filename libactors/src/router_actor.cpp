@@ -1,7 +1,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
-#include <unordered_map>
+#include <unordered_set>
 
 #include <caf/actor_ostream.hpp>
 #include <caf/stateful_actor.hpp>
@@ -16,11 +16,6 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-struct lease {
-  size_t worker;
-  uint32_t samples;
-};
-
 struct router_state {
   routing_table table{routing_policy::least_loaded};
   source_actor source;
@@ -32,7 +27,7 @@ struct router_state {
   std::deque<work_item> pending; // pulled from the source, not yet leased
   bool fetching = false;
   bool source_done = false;
-  std::unordered_map<uint64_t, lease> leases; // by batch id, until acked
+  std::unordered_set<uint64_t> leases; // batch ids leased, not yet acked
   router_summary summary;
   clock_type::time_point started = clock_type::now();
   caf::typed_response_promise<router_summary> run_promise;
@@ -82,7 +77,7 @@ void fetch(router_ptr self) {
       },
       [=](caf::error& err) {
         self->state.failure = make_error(
-          errc::trainer_failure, "the source failed: " + describe(err));
+          errc::run_failure, "the source failed: " + describe(err));
         maybe_finish(self);
       });
 }
@@ -104,7 +99,7 @@ void dispatch(router_ptr self) {
     auto samples = static_cast<uint32_t>(item.sample_ids.size());
     auto index = *st.table.pick(samples);
     st.table.on_lease(index, samples);
-    st.leases.emplace(item.batch_id, lease{index, samples});
+    st.leases.insert(item.batch_id);
     --st.credits;
     ++st.summary.batches_leased;
     self->send(st.workers[index], std::move(item), st.trainer);
@@ -131,7 +126,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
              i != s.worker_index.end())
       who = "worker '" + s.table.workers()[i->second].name + "'";
     if (!s.failure)
-      s.failure = make_error(errc::trainer_failure,
+      s.failure = make_error(errc::run_failure,
                              who + " exited before the run ended"
                                + (msg.reason ? ": " + describe(msg.reason)
                                              : std::string{}));

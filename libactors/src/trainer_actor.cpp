@@ -64,9 +64,13 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   auto& st = self->state;
   st.engine = std::move(engine);
   st.ledger.emplace(cfg.source.dataset_size, cfg.source.epochs);
-  st.expect = batch_expectation{cfg.synthetic.height, cfg.synthetic.width,
+  st.expect = batch_expectation{cfg.synthetic.height,
+                                cfg.synthetic.width,
                                 cfg.synthetic.channels,
-                                cfg.synthetic.num_classes, layout::chw};
+                                cfg.synthetic.num_classes,
+                                layout::chw,
+                                cfg.source.dataset_size,
+                                cfg.source.epochs};
   st.stats.device = st.engine->device();
   st.stats.simulated = st.engine->simulated();
   st.log_every = cfg.trainer.log_every;

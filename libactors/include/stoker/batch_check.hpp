@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstdint>
+
 #include <caf/error.hpp>
 
 #include "stoker/messages.hpp"
@@ -13,11 +15,13 @@ struct batch_expectation {
   uint32_t channels = 3;
   uint32_t num_classes = 1000;
   layout order = layout::chw;
+  uint64_t dataset_size = UINT64_MAX; ///< every id must be below
+  uint64_t epochs = UINT64_MAX;       ///< every epoch must be below
 };
 
 /// Checks a batch before it is trained on: dtype, layout, shape, buffer
-/// size, one label per sample with label == id % num_classes, and every
-/// image's checksum. Returns errc::bad_batch naming the batch, the field,
+/// size, epoch and ids within the run, one label per sample with label ==
+/// id % num_classes, and every image's checksum. Returns errc::bad_batch naming the batch, the field,
 /// the value found and the value expected.
 caf::error check_batch(const image_batch& batch,
                        const batch_expectation& expect);

@@ -14,6 +14,7 @@ enum class errc : uint8_t {
   bad_batch,          ///< a batch does not match what the run promised
   io_failure,         ///< a file could not be read or written
   trainer_failure,    ///< the training step failed
+  run_failure,        ///< an actor of the run failed or exited early
 };
 
 /// The atom that tags Stoker's error category in caf::error.
