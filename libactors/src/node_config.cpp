@@ -47,6 +47,53 @@ std::string read_file(const std::string& path, caf::error& err) {
   return text.str();
 }
 
+// CAF's command line only turns a boolean on (`--pipeline.shuffle`); we also
+// take `--pipeline.shuffle=false`. Moves such flags from `args` to `flags`,
+// the rest to `caf_args`.
+caf::error
+split_boolean_flags(const std::vector<std::string>& args,
+                    const caf::config_option_set& opts,
+                    std::vector<std::string>& caf_args,
+                    std::vector<std::pair<std::string, bool>>& flags) {
+  for (auto& arg : args) {
+    auto eq = arg.find('=');
+    if (arg.compare(0, 2, "--") == 0 && eq != std::string::npos) {
+      auto name = arg.substr(2, eq - 2);
+      auto opt = opts.qualified_name_lookup(
+        name.find('.') == std::string::npos ? "global." + name : name);
+      if (opt != nullptr && opt->is_flag()) {
+        auto value = arg.substr(eq + 1);
+        if (value != "true" && value != "false")
+          return make_error(errc::invalid_config,
+                            "command line: " + arg
+                              + ": expected true or false");
+        flags.emplace_back(name, value == "true");
+        continue;
+      }
+    }
+    caf_args.push_back(arg);
+  }
+  return caf::none;
+}
+
+// A parse error of the config file, with the line CAF found it on.
+caf::error syntax_error(const std::string& file, const caf::error& err) {
+  // CAF puts the position into the context as {"line": L, "column": C}.
+  auto& ctx = err.context();
+  std::string where;
+  if (ctx.match_elements<caf::settings>()) {
+    auto& pos = ctx.get_as<caf::settings>(0);
+    where = " at line " + std::to_string(caf::get_or(pos, "line", int64_t{0}))
+            + ", column "
+            + std::to_string(caf::get_or(pos, "column", int64_t{0}));
+  }
+  return make_error(errc::invalid_config,
+                    file + ": syntax error" + where + " ("
+                      + to_string(static_cast<caf::pec>(err.code()))
+                      + "); expected `key = value` lines under [section] "
+                        "headers, strings in double quotes");
+}
+
 } // namespace
 
 node_config::node_config() {
@@ -146,49 +193,17 @@ node_config::load(const std::vector<std::string>& args) {
         return err;
     }
   }
-  // CAF's command line only turns a flag on (`--pipeline.shuffle`); we also
-  // take `--pipeline.shuffle=false` and apply it after CAF's parse.
   std::vector<std::string> caf_args;
   std::vector<std::pair<std::string, bool>> flags;
-  for (auto& arg : args) {
-    auto eq = arg.find('=');
-    if (arg.compare(0, 2, "--") == 0 && eq != std::string::npos) {
-      auto name = arg.substr(2, eq - 2);
-      auto opt = custom_options_.qualified_name_lookup(
-        name.find('.') == std::string::npos ? "global." + name : name);
-      if (opt != nullptr && opt->is_flag()) {
-        auto value = arg.substr(eq + 1);
-        if (value != "true" && value != "false")
-          return make_error(errc::invalid_config,
-                            "command line: " + arg
-                              + ": expected true or false");
-        flags.emplace_back(name, value == "true");
-        continue;
-      }
-    }
-    caf_args.push_back(arg);
-  }
+  if (auto err = split_boolean_flags(args, custom_options_, caf_args, flags))
+    return err;
   // Pass 1: the file alone, against our option set, to report syntax
   // errors with their line and unknown or mistyped keys (CAF would only
   // drop those silently).
   std::istringstream raw_in{text};
   auto raw = parse_config(raw_in);
-  if (!raw) {
-    // CAF puts the position into the context as {"line": L, "column": C}.
-    auto& ctx = raw.error().context();
-    std::string where;
-    if (ctx.match_elements<caf::settings>()) {
-      auto& pos = ctx.get_as<caf::settings>(0);
-      where = " at line " + std::to_string(caf::get_or(pos, "line", int64_t{0}))
-              + ", column "
-              + std::to_string(caf::get_or(pos, "column", int64_t{0}));
-    }
-    return make_error(errc::invalid_config,
-                      file + ": syntax error" + where + " ("
-                        + to_string(static_cast<caf::pec>(raw.error().code()))
-                        + "); expected `key = value` lines under [section] "
-                          "headers, strings in double quotes");
-  }
+  if (!raw)
+    return syntax_error(file, raw.error());
   if (auto err = check_config_keys(*raw, custom_options_, file))
     return err;
   // Pass 2: CAF's own parse, where command-line flags override the file.

@@ -44,10 +44,13 @@ void log_progress(trainer_ptr self) {
   auto& st = self->state;
   double busy = static_cast<double>(st.window_step_ns);
   double waited = static_cast<double>(st.window_wait_ns);
+  // As in the article, a step's time runs from one step to the next, so
+  // waiting for data shows in it; the compute part is printed beside it.
+  double per_step_s = 1e-9 / st.log_every;
   std::ostringstream line;
   line << "Iteration " << st.stats.steps << ": avg time per step "
-       << std::fixed << std::setprecision(4)
-       << busy * 1e-9 / st.log_every << " s, accelerator idle "
+       << std::fixed << std::setprecision(4) << (busy + waited) * per_step_s
+       << " s (compute " << busy * per_step_s << " s), accelerator idle "
        << std::setprecision(1) << 100.0 * waited / std::max(1.0, busy + waited)
        << "%";
   if (st.engine->simulated())

@@ -23,9 +23,10 @@ struct stream_key {
   rng_stage stage = rng_stage::sample_pixels;
 };
 
-/// Instruction sets with their own code path. Every path gives the same
-/// bits: they use only correctly rounded IEEE operations, in the same
-/// order, without fused multiply-add.
+/// Instruction sets with their own code path (normals, checksums). Every
+/// path gives the same bits: they use integer operations and correctly
+/// rounded IEEE float operations, in the same order, without fused
+/// multiply-add.
 enum class simd_path { avx512, avx2, portable };
 
 /// True if this CPU can run `path`.
@@ -66,14 +67,10 @@ public:
   void fill_standard_normal(float* out, size_t n,
                             simd_path path) const noexcept;
 
-  const std::array<uint32_t, 2>& key_words() const noexcept { return key_; }
-  const std::array<uint32_t, 2>& counter_high() const noexcept {
-    return counter_hi_;
-  }
-
 private:
+  // Counter = (block index, stage, sample id low, sample id high).
   std::array<uint32_t, 2> key_;        // from (seed, epoch)
-  std::array<uint32_t, 2> counter_hi_; // sample id; words 0-1 hold the block
+  std::array<uint32_t, 2> counter_hi_; // counter words 2-3: the sample id
   uint32_t stage_;                     // counter word 1
 };
 
