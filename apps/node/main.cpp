@@ -7,6 +7,7 @@
 
 #include <caf/actor_system.hpp>
 
+#include "stoker/cluster.hpp"
 #include "stoker/errors.hpp"
 #include "stoker/local_run.hpp"
 #include "stoker/node_config.hpp"
@@ -26,6 +27,9 @@ int main(int argc, char** argv) {
   }
   const auto& run = **loaded;
   caf::actor_system sys{cfg};
-  // read_run_config admits only the roles this build implements.
+  if (run.role == "head")
+    return stoker::head_role_main(sys, run);
+  if (run.role == "worker" || run.role == "trainer")
+    return stoker::member_role_main(sys, run);
   return stoker::local_role_main(sys, run);
 }

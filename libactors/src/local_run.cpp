@@ -4,7 +4,6 @@
 #include <iostream>
 
 #include <caf/scoped_actor.hpp>
-#include <opencv2/core.hpp>
 
 #include "stoker/actors.hpp"
 #include "stoker/cuda_devices.hpp"
@@ -34,41 +33,44 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
     self->send(router, join_atom::value, workers.back(), name);
   }
   caf::expected<run_report> result{caf::error{}};
-  router_summary summary;
-  caf::error failure;
   self->request(router, caf::infinite, run_atom::value)
-    .receive([&](router_summary& s) { summary = std::move(s); },
-             [&](caf::error& err) { failure = std::move(err); });
-  if (!failure) {
-    trainer_stats tstats;
-    std::vector<worker_stats> wstats;
-    self->request(*trainer, caf::infinite, stats_atom::value)
-      .receive([&](trainer_stats& s) { tstats = std::move(s); },
-               [&](caf::error& err) { failure = std::move(err); });
-    for (auto& w : workers)
-      self->request(w, caf::infinite, stats_atom::value)
-        .receive([&](worker_stats& s) { wstats.push_back(std::move(s)); },
-                 [&](caf::error& err) { failure = std::move(err); });
-    if (!failure)
-      result = make_report(summary, tstats, wstats);
-  }
+    .receive(
+      [&](router_summary& summary) {
+        result = collect_report(self, summary, *trainer, workers);
+      },
+      [&](caf::error& err) { result = std::move(err); });
   for (auto& w : workers)
     stop(w);
   stop(*trainer, router, source);
-  if (failure)
-    return failure;
   return result;
 }
 
-int local_role_main(caf::actor_system& sys, const run_config& cfg) {
-  // One OpenCV thread per worker: on a 224x224 image OpenCV's own threads
-  // only add contention; parallelism comes from running one worker per core.
-  cv::setNumThreads(1);
-  std::cout << "stoker-node: role local, config " << cfg.config_source
-            << "\n  dataset " << cfg.source.dataset_size << " samples x "
-            << cfg.source.epochs << " epoch(s), batch " << cfg.source.batch_size
-            << ", image " << cfg.synthetic.height << "x" << cfg.synthetic.width
-            << "x" << cfg.synthetic.channels << ", blur " << cfg.blur.repeat
+caf::expected<run_report>
+collect_report(caf::scoped_actor& self, const router_summary& summary,
+               const trainer_actor& trainer,
+               const std::vector<worker_actor>& workers) {
+  caf::error failure;
+  trainer_stats tstats;
+  std::vector<worker_stats> wstats;
+  self->request(trainer, caf::infinite, stats_atom::value)
+    .receive([&](trainer_stats& s) { tstats = std::move(s); },
+             [&](caf::error& err) { failure = std::move(err); });
+  for (auto& w : workers)
+    self->request(w, caf::infinite, stats_atom::value)
+      .receive([&](worker_stats& s) { wstats.push_back(std::move(s)); },
+               [&](caf::error& err) { failure = std::move(err); });
+  if (failure)
+    return failure;
+  return make_report(summary, tstats, wstats);
+}
+
+void print_banner(const run_config& cfg) {
+  std::cout << "stoker-node: role " << cfg.role << ", node " << cfg.node_name
+            << ", config " << cfg.config_source << "\n  dataset "
+            << cfg.source.dataset_size << " samples x " << cfg.source.epochs
+            << " epoch(s), batch " << cfg.source.batch_size << ", image "
+            << cfg.synthetic.height << "x" << cfg.synthetic.width << "x"
+            << cfg.synthetic.channels << ", blur " << cfg.blur.repeat
             << "x GaussianBlur(" << cfg.blur.kernel_size << ")\n  "
             << cfg.workers << " CPU worker(s), router "
             << to_string(cfg.policy) << " (window " << cfg.window
@@ -76,7 +78,10 @@ int local_role_main(caf::actor_system& sys, const run_config& cfg) {
   auto cuda = probe_cuda_devices();
   std::cout << "\n  CUDA runtime: " << cuda.count << " device(s)"
             << (cuda.detail.empty() ? "" : ": " + cuda.detail) << std::endl;
-  auto report = run_local(sys, cfg);
+}
+
+int finish_run(const caf::expected<run_report>& report,
+               const run_config& cfg) {
   if (!report) {
     std::cerr << "stoker-node: run failed: " << describe(report.error())
               << std::endl;
@@ -109,6 +114,11 @@ int local_role_main(caf::actor_system& sys, const run_config& cfg) {
     return 1;
   }
   return 0;
+}
+
+int local_role_main(caf::actor_system& sys, const run_config& cfg) {
+  print_banner(cfg);
+  return finish_run(run_local(sys, cfg), cfg);
 }
 
 } // namespace stoker

@@ -1,6 +1,7 @@
 #include "stoker/messages.hpp"
 
 #include "stoker/actors.hpp"
+#include "stoker/cluster.hpp"
 
 namespace stoker {
 
@@ -31,7 +32,19 @@ void register_message_types(caf::actor_system_config& cfg) {
     .add_message_type<source_actor>("stoker::source_actor")
     .add_message_type<worker_actor>("stoker::worker_actor")
     .add_message_type<trainer_actor>("stoker::trainer_actor")
-    .add_message_type<router_actor>("stoker::router_actor");
+    .add_message_type<router_actor>("stoker::router_actor")
+    .add_message_type<registry_actor>("stoker::registry_actor")
+    .add_message_type<run_config>("stoker::run_config")
+    .add_message_type<trainer_endpoint>("stoker::trainer_endpoint")
+    .add_message_type<std::vector<trainer_endpoint>>(
+      "std::vector<stoker::trainer_endpoint>")
+    .add_message_type<node_info>("stoker::node_info")
+    .add_message_type<welcome>("stoker::welcome")
+    .add_message_type<roster>("stoker::roster")
+    .add_message_type<std::vector<worker_actor>>(
+      "std::vector<stoker::worker_actor>")
+    .add_message_type<std::vector<trainer_actor>>(
+      "std::vector<stoker::trainer_actor>");
 }
 
 } // namespace stoker

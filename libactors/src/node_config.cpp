@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include <caf/config_option_adder.hpp>
+#include <caf/io/middleman.hpp>
 
 #include "stoker/detail/default_config.hpp"
 #include "stoker/errors.hpp"
@@ -99,8 +100,20 @@ caf::error syntax_error(const std::string& file, const caf::error& err) {
 node_config::node_config() {
   using std::string;
   opt_group{custom_options_, "global"}
-    .add<string>("role", "local (one process); default: local")
+    .add<string>("role", "local (default), head, worker or trainer")
     .add<string>("report", "write a JSON run report to this path");
+  opt_group{custom_options_, "node"}
+    .add<string>("name", "this node's name (default: ROLE-PID)");
+  opt_group{custom_options_, "cluster"}
+    .add<string>("bind", "address to listen on (default \"127.0.0.1\")")
+    .add<int64_t>("port", "the head's port; 0 = any free (default 4242)")
+    .add<string>("head", "HOST:PORT of the head (worker and trainer roles)")
+    .add<caf::timespan>("join-timeout",
+                        "how long the head waits for nodes (default 30s)")
+    .add<caf::timespan>("connect-timeout",
+                        "how long a node retries the head (default 10s)")
+    .add<std::vector<string>>("expect", "node names the head waits for")
+    .add<string>("port-file", "the head writes its port here");
   opt_group{custom_options_, "pipeline"}
     .add<int64_t>("seed", "seed of every random draw (default 0)")
     .add<int64_t>("dataset-size", "sample ids 0..N-1 (default 64000)")
@@ -226,6 +239,9 @@ node_config::load(const std::vector<std::string>& args) {
     return make_error(errc::invalid_config,
                       "config: " + describe(cfg.error()));
   cfg->config_source = file;
+  if (cfg->role != "local")
+    // CAF's network layer, for cluster roles.
+    caf::actor_system_config::load<caf::io::middleman>();
   return std::optional<run_config>{std::move(*cfg)};
 }
 

@@ -3,6 +3,8 @@
 #include <limits>
 #include <thread>
 
+#include <unistd.h>
+
 #include <caf/config_value.hpp>
 
 #include "stoker/errors.hpp"
@@ -33,6 +35,26 @@ std::string to_string(device_kind d) {
       return "sim";
   }
   return "unknown";
+}
+
+std::optional<std::pair<std::string, uint16_t>>
+parse_host_port(std::string_view text) {
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0
+      || colon + 1 == text.size())
+    return std::nullopt;
+  uint32_t port = 0;
+  for (char ch : text.substr(colon + 1)) {
+    if (ch < '0' || ch > '9')
+      return std::nullopt;
+    port = port * 10 + static_cast<uint32_t>(ch - '0');
+    if (port > 65535)
+      return std::nullopt;
+  }
+  if (port == 0)
+    return std::nullopt;
+  return std::make_pair(std::string{text.substr(0, colon)},
+                        static_cast<uint16_t>(port));
 }
 
 namespace {
@@ -73,6 +95,26 @@ public:
       return;
     }
     out = *x;
+  }
+
+  void duration(std::string_view key, std::chrono::milliseconds& out) {
+    auto v = find(key);
+    if (v == nullptr)
+      return;
+    if (auto x = caf::get_if<caf::timespan>(v); x && x->count() > 0)
+      out = std::chrono::duration_cast<std::chrono::milliseconds>(*x);
+    else
+      fail(key, *v, "a positive duration such as 500ms or 10s");
+  }
+
+  void text_list(std::string_view key, std::vector<std::string>& out) {
+    auto v = find(key);
+    if (v == nullptr)
+      return;
+    if (auto x = caf::get_if<std::vector<std::string>>(v))
+      out = *x;
+    else
+      fail(key, *v, "a list of quoted strings, e.g. [\"a\", \"b\"]");
   }
 
   void boolean(std::string_view key, bool& out) {
@@ -140,9 +182,34 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   reader r{content};
   constexpr int64_t u32_max = std::numeric_limits<uint32_t>::max();
   r.text("role", cfg.role);
-  if (cfg.role != "local")
-    r.fail("--role=" + cfg.role + ": expected local (the one-process "
-           "pipeline; cluster roles come with the cluster feature)");
+  if (cfg.role != "local" && cfg.role != "head" && cfg.role != "worker"
+      && cfg.role != "trainer")
+    r.fail("--role=" + cfg.role
+           + ": expected local, head, worker or trainer");
+  cfg.node_name = cfg.role + "-" + std::to_string(::getpid());
+  r.text("node.name", cfg.node_name);
+  // -- cluster
+  auto& c = cfg.cluster;
+  r.text("cluster.bind", c.bind);
+  r.unsigned_int("cluster.port", c.port, 0, 65535);
+  r.duration("cluster.join-timeout", c.join_timeout);
+  r.duration("cluster.connect-timeout", c.connect_timeout);
+  r.text_list("cluster.expect", c.expect);
+  r.text("cluster.port-file", c.port_file);
+  std::string head;
+  r.text("cluster.head", head);
+  if (!head.empty()) {
+    if (auto hp = parse_host_port(head)) {
+      c.head_host = hp->first;
+      c.head_port = hp->second;
+    } else {
+      r.fail("cluster.head = \"" + head
+             + "\": expected HOST:PORT, e.g. 127.0.0.1:4242");
+    }
+  }
+  if ((cfg.role == "worker" || cfg.role == "trainer") && head.empty())
+    r.fail("--role=" + cfg.role
+           + " needs --cluster.head=HOST:PORT (where the head listens)");
   r.text("report", cfg.report_path);
   // -- pipeline: the synthetic dataset, the source, the blur stage
   uint64_t seed = 0;

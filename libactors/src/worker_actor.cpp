@@ -2,6 +2,7 @@
 
 #include <caf/actor_ostream.hpp>
 #include <caf/stateful_actor.hpp>
+#include <opencv2/core.hpp>
 
 #include "stoker/actors.hpp"
 #include "stoker/batch_check.hpp"
@@ -74,6 +75,10 @@ worker_fn(worker_actor::stateful_pointer<worker_state> self, std::string name,
 worker_actor spawn_worker(caf::actor_system& sys, std::string name,
                           const synthetic_spec& data, const blur_params& blur,
                           router_actor router) {
+  // One OpenCV thread per worker (a process-wide setting): on a 224x224
+  // image OpenCV's own threads only add contention; parallelism comes from
+  // running one worker per core.
+  cv::setNumThreads(1);
   return sys.spawn<caf::detached>(worker_fn, std::move(name), data, blur,
                                   std::move(router));
 }

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <caf/meta/type_name.hpp>
+
 #include "stoker/messages.hpp"
 
 namespace stoker {
@@ -17,6 +19,12 @@ struct blur_params {
   float sigma_max = 2.0f;
   uint32_t repeat = 10;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, blur_params& x) {
+  return f(caf::meta::type_name("blur_params"), x.seed, x.kernel_size,
+           x.sigma_min, x.sigma_max, x.repeat);
+}
 
 /// The normalized 1-D kernel exp(-x^2 / (2 sigma^2)), x = -r..r, r =
 /// kernel_size / 2, summing to 1 (computed in double, stored as float).

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <optional>
 
+#include <caf/meta/type_name.hpp>
+
 #include "stoker/messages.hpp"
 #include "stoker/permutation.hpp"
 
@@ -17,6 +19,12 @@ struct source_spec {
   bool shuffle = true; ///< a fresh permutation per epoch, from (seed, epoch)
   uint64_t seed = 0;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, source_spec& x) {
+  return f(caf::meta::type_name("source_spec"), x.dataset_size, x.batch_size,
+           x.epochs, x.shuffle, x.seed);
+}
 
 /// The source's cursor: hands out work items in order, one batch at a
 /// time, holding O(1) memory whatever the dataset size. Not thread-safe:

@@ -2,6 +2,9 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "stoker/actors.hpp"
 
 #include "stoker/run_config.hpp"
 #include "stoker/run_report.hpp"
@@ -14,6 +17,22 @@ namespace stoker {
 /// Returns the run report, or the error that ended the run early.
 caf::expected<run_report> run_local(caf::actor_system& sys,
                                     const run_config& cfg);
+
+/// Asks the trainer and every worker for their counters and combines them
+/// with the router's summary. Blocks `self`.
+caf::expected<run_report>
+collect_report(caf::scoped_actor& self, const router_summary& summary,
+               const trainer_actor& trainer,
+               const std::vector<worker_actor>& workers);
+
+/// Prints the outcome of a run (or its error), writes the report if asked.
+/// Returns the process exit code: 0 when every sample was trained on
+/// exactly once, 1 otherwise.
+int finish_run(const caf::expected<run_report>& report,
+               const run_config& cfg);
+
+/// Prints what a node runs (one short block), for every role.
+void print_banner(const run_config& cfg);
 
 /// `stoker-node --role=local`: prints what it runs, runs it, prints the
 /// outcome, writes the report if asked. Returns the process exit code:

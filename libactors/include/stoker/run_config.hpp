@@ -1,11 +1,14 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <vector>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include <caf/expected.hpp>
+#include <caf/meta/type_name.hpp>
 #include <caf/settings.hpp>
 
 #include "stoker/blur.hpp"
@@ -54,9 +57,24 @@ struct trainer_spec {
   vit_spec model;
 };
 
+/// How the nodes of a cluster find each other.
+struct cluster_spec {
+  std::string bind = "127.0.0.1"; ///< address the head (and trainers) listen on
+  uint16_t port = 4242;           ///< the head's port; 0 = any free port
+  std::string head_host;          ///< where a worker or trainer finds the head
+  uint16_t head_port = 0;
+  std::chrono::milliseconds join_timeout{30000};
+  std::chrono::milliseconds connect_timeout{10000};
+  /// Names of the nodes the head waits for before the run starts.
+  std::vector<std::string> expect;
+  std::string port_file; ///< the head writes its port here once listening
+};
+
 /// One node's whole configuration, validated. Built by read_run_config.
 struct run_config {
-  std::string role = "local";
+  std::string role = "local"; ///< local, head, worker or trainer
+  std::string node_name;      ///< this node's name in the cluster
+  cluster_spec cluster;
   std::string config_source; ///< the file (or embedded default) it came from
   std::string report_path;   ///< empty: no JSON report
   synthetic_spec synthetic;
@@ -68,6 +86,32 @@ struct run_config {
   uint32_t workers = 0; ///< CPU workers; 0 = one per core
   trainer_spec trainer;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, vit_spec& x) {
+  return f(caf::meta::type_name("vit_spec"), x.image_height, x.image_width,
+           x.channels, x.patch_size, x.width, x.depth, x.heads, x.mlp_dim,
+           x.num_classes);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, trainer_spec& x) {
+  return f(caf::meta::type_name("trainer_spec"), x.device, x.sim_step_ms,
+           x.log_every, x.prefetch, x.lr, x.momentum, x.threads, x.model);
+}
+
+/// What the head tells every node it runs: the pipeline and the trainer
+/// settings. Node-local settings (role, name, cluster, report, worker
+/// count) stay with each node.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_config& x) {
+  return f(caf::meta::type_name("run_config"), x.synthetic, x.source, x.blur,
+           x.policy, x.window, x.trainer);
+}
+
+/// Parses "HOST:PORT" (PORT 1..65535); nothing if it does not parse.
+std::optional<std::pair<std::string, uint16_t>>
+parse_host_port(std::string_view text);
 
 /// Reads and validates a run_config from CAF's parsed settings (file, then
 /// command line). Any bad value yields errc::invalid_config with a message

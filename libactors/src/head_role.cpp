@@ -1,0 +1,136 @@
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "stoker/cluster.hpp"
+#include "stoker/epoch_source.hpp"
+#include "stoker/errors.hpp"
+#include "stoker/local_run.hpp"
+
+namespace stoker {
+
+namespace {
+
+std::string joined_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (auto& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+// Writes the port where launchers and tests can find it: a temp file,
+// renamed into place, so a reader never sees half a number.
+caf::error write_port_file(const std::string& path, uint16_t port) {
+  auto tmp = path + ".tmp";
+  {
+    std::ofstream out{tmp};
+    out << port << '\n';
+    if (!out)
+      return make_error(errc::io_failure,
+                        "cluster.port-file = \"" + path + "\": cannot write");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return make_error(errc::io_failure,
+                      "cluster.port-file = \"" + path + "\": cannot rename");
+  return caf::none;
+}
+
+roster current_roster(caf::scoped_actor& self, const registry_actor& reg) {
+  roster result;
+  self->request(reg, caf::infinite, roster_atom::value)
+    .receive([&](roster& r) { result = std::move(r); },
+             [&](caf::error&) {});
+  return result;
+}
+
+// Tells every node to exit and waits (briefly) for each to confirm, so the
+// message is out before this process closes its connections.
+void shut_down_nodes(caf::scoped_actor& self, const roster& members) {
+  for (auto& control : members.controls)
+    self->request(control, std::chrono::seconds(5), shutdown_atom::value)
+      .receive([](done_atom) {},
+               [&](caf::error& err) {
+                 std::cerr << "head: a node did not confirm shutdown: "
+                           << describe(err) << std::endl;
+               });
+}
+
+} // namespace
+
+int head_role_main(caf::actor_system& sys, const run_config& cfg) {
+  print_banner(cfg);
+  epoch_source plan{cfg.source};
+  auto source = spawn_source(sys, cfg.source);
+  auto router = spawn_router(sys, source, cfg.policy, cfg.window,
+                             plan.total_samples());
+  auto registry = spawn_registry(sys, cfg, router);
+  caf::scoped_actor self{sys};
+  auto stop = [&] {
+    for (auto a : {caf::actor_cast<caf::actor>(registry),
+                   caf::actor_cast<caf::actor>(router),
+                   caf::actor_cast<caf::actor>(source)})
+      self->send_exit(a, caf::exit_reason::user_shutdown);
+  };
+  auto& c = cfg.cluster;
+  auto port = sys.middleman().publish(registry, c.port, c.bind.c_str());
+  if (!port) {
+    std::cerr << "stoker-node: cannot listen on " << c.bind << ":" << c.port
+              << ": " << sys.render(port.error())
+              << "; expected a free port (cluster.port) and a local address "
+                 "(cluster.bind)"
+              << std::endl;
+    stop();
+    return 1;
+  }
+  std::cout << "head: listening on " << c.bind << ":" << *port
+            << ", waiting for " << c.expect.size() << " node(s): "
+            << joined_list(c.expect) << std::endl;
+  if (!c.port_file.empty())
+    if (auto err = write_port_file(c.port_file, *port)) {
+      std::cerr << "stoker-node: " << describe(err) << std::endl;
+      stop();
+      return 1;
+    }
+  caf::error failure;
+  self->request(registry, c.join_timeout, wait_atom::value)
+    .receive([](roster&) {}, [&](caf::error& err) { failure = err; });
+  auto members = current_roster(self, registry);
+  if (failure) {
+    std::cerr << "stoker-node: timed out after " << c.join_timeout.count()
+              << " ms (cluster.join-timeout) waiting for nodes; missing: "
+              << joined_list(members.missing)
+              << "; joined: " << joined_list(members.nodes) << std::endl;
+    shut_down_nodes(self, members);
+    stop();
+    return 1;
+  }
+  if (members.trainers.empty()) {
+    std::cerr << "stoker-node: no trainer joined; expected a node started "
+                 "with --role=trainer among cluster.expect"
+              << std::endl;
+    shut_down_nodes(self, members);
+    stop();
+    return 1;
+  }
+  std::cout << "head: " << members.nodes.size()
+            << " node(s) joined, running" << std::endl;
+  caf::expected<run_report> result{caf::error{}};
+  self->request(router, caf::infinite, run_atom::value)
+    .receive(
+      [&](router_summary& summary) {
+        // Ask again: workers may have joined during the run.
+        members = current_roster(self, registry);
+        result = collect_report(self, summary, members.trainers.front(),
+                                members.workers);
+      },
+      [&](caf::error& err) { result = std::move(err); });
+  int code = finish_run(result, cfg);
+  shut_down_nodes(self, current_roster(self, registry));
+  stop();
+  return code;
+}
+
+} // namespace stoker

@@ -1,0 +1,155 @@
+#include <algorithm>
+#include <iostream>
+#include <thread>
+
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "stoker/cluster.hpp"
+#include "stoker/errors.hpp"
+
+namespace stoker {
+
+caf::expected<registry_actor> connect_to_head(caf::actor_system& sys,
+                                              const cluster_spec& cfg) {
+  using namespace std::chrono;
+  auto deadline = steady_clock::now() + cfg.connect_timeout;
+  milliseconds delay{100};
+  std::string last;
+  for (;;) {
+    auto head = sys.middleman().remote_actor<registry_actor>(cfg.head_host,
+                                                             cfg.head_port);
+    if (head)
+      return head;
+    last = sys.render(head.error());
+    if (steady_clock::now() + delay > deadline)
+      break;
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, milliseconds{1000});
+  }
+  return make_error(errc::run_failure,
+                    "cannot reach the head at " + cfg.head_host + ":"
+                      + std::to_string(cfg.head_port) + " within "
+                      + std::to_string(cfg.connect_timeout.count())
+                      + " ms (cluster.connect-timeout); last attempt: " + last
+                      + "; expected stoker-node --role=head listening there");
+}
+
+namespace {
+
+// A worker node: connects straight to every trainer (so batches do not pass
+// through the head), then runs its worker actors.
+caf::expected<std::vector<caf::actor>>
+start_workers(caf::actor_system& sys, caf::scoped_actor& self,
+              const run_config& cfg, const welcome& w,
+              const registry_actor& registry) {
+  std::vector<caf::actor> local;
+  for (auto& t : w.trainers) {
+    auto direct = sys.middleman().remote_actor<trainer_actor>(t.host, t.port);
+    if (!direct)
+      return make_error(errc::run_failure,
+                        "cannot reach trainer '" + t.node + "' at " + t.host
+                          + ":" + std::to_string(t.port) + ": "
+                          + sys.render(direct.error()));
+  }
+  std::vector<worker_actor> workers;
+  for (uint32_t i = 0; i < cfg.workers; ++i) {
+    workers.push_back(spawn_worker(sys,
+                                   cfg.node_name + "/" + std::to_string(i),
+                                   w.config.synthetic, w.config.blur,
+                                   w.router));
+    local.push_back(caf::actor_cast<caf::actor>(workers.back()));
+  }
+  self->send(registry, join_atom::value, cfg.node_name, std::move(workers));
+  return local;
+}
+
+// A trainer node: trains what the head's pipeline makes, on its own device,
+// and listens where worker nodes can reach it.
+caf::expected<std::vector<caf::actor>>
+start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
+              const run_config& cfg, const welcome& w,
+              const registry_actor& registry) {
+  auto tcfg = cfg; // node-local: name, device, threads
+  tcfg.synthetic = w.config.synthetic;
+  tcfg.source = w.config.source;
+  tcfg.blur = w.config.blur;
+  auto device = cfg.trainer.device;
+  auto threads = cfg.trainer.threads;
+  tcfg.trainer = w.config.trainer;
+  tcfg.trainer.device = device;
+  tcfg.trainer.threads = threads;
+  auto trainer = spawn_trainer(sys, tcfg, w.router);
+  if (!trainer)
+    return std::move(trainer.error());
+  auto port = sys.middleman().publish(*trainer, 0, cfg.cluster.bind.c_str());
+  if (!port) {
+    self->send_exit(*trainer, caf::exit_reason::user_shutdown);
+    return make_error(errc::run_failure,
+                      "trainer: cannot listen on " + cfg.cluster.bind + ": "
+                        + sys.render(port.error()));
+  }
+  self->send(registry, join_atom::value, cfg.node_name, *trainer,
+             trainer_endpoint{cfg.node_name, cfg.cluster.bind, *port});
+  return std::vector<caf::actor>{caf::actor_cast<caf::actor>(*trainer)};
+}
+
+} // namespace
+
+int member_role_main(caf::actor_system& sys, const run_config& cfg) {
+  auto& c = cfg.cluster;
+  std::cout << "stoker-node: role " << cfg.role << ", node " << cfg.node_name
+            << ", head " << c.head_host << ":" << c.head_port << std::endl;
+  auto registry = connect_to_head(sys, c);
+  if (!registry) {
+    std::cerr << "stoker-node: " << describe(registry.error()) << std::endl;
+    return 1;
+  }
+  caf::scoped_actor self{sys};
+  self->monitor(*registry);
+  node_info info{cfg.node_name, cfg.role,
+                 std::max(1u, std::thread::hardware_concurrency()),
+                 cfg.role == "worker" ? cfg.workers : 0,
+                 caf::actor_cast<caf::actor>(self)};
+  caf::expected<welcome> hello{caf::error{}};
+  self->request(*registry, c.join_timeout, hello_atom::value, info)
+    .receive([&](welcome& w) { hello = std::move(w); },
+             [&](caf::error& err) { hello = std::move(err); });
+  if (!hello) {
+    std::cerr << "stoker-node: the head did not take node '" << cfg.node_name
+              << "': " << describe(hello.error()) << std::endl;
+    return 1;
+  }
+  auto local = cfg.role == "worker"
+                 ? start_workers(sys, self, cfg, *hello, *registry)
+                 : start_trainer(sys, self, cfg, *hello, *registry);
+  if (!local) {
+    std::cerr << "stoker-node: " << describe(local.error()) << std::endl;
+    return 1;
+  }
+  std::cout << cfg.role << " '" << cfg.node_name << "' joined; "
+            << local->size() << " actor(s) running" << std::endl;
+  int code = 0;
+  for (bool running = true; running;)
+    self->receive(
+      [&](shutdown_atom) {
+        running = false;
+        return done_atom::value;
+      },
+      [&](caf::down_msg& msg) {
+        if (msg.source == caf::actor_cast<caf::actor_addr>(*registry)) {
+          std::cerr << "stoker-node: the head went away before the run "
+                       "ended"
+                    << (msg.reason ? ": " + describe(msg.reason) : "")
+                    << std::endl;
+          code = 1;
+          running = false;
+        }
+      });
+  for (auto& a : *local)
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+  std::cout << cfg.role << " '" << cfg.node_name << "' exits" << std::endl;
+  return code;
+}
+
+} // namespace stoker
