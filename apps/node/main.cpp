@@ -26,6 +26,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   const auto& run = **loaded;
+  if (caf::get_or(cfg, "print-nodes", false)) { // for tools/launch-cluster
+    for (auto& node : run.cluster.nodes)
+      std::cout << node.name << ' ' << node.role << ' ' << node.workers
+                << '\n';
+    return 0;
+  }
   caf::actor_system sys{cfg};
   if (run.role == "head")
     return stoker::head_role_main(sys, run);

@@ -85,9 +85,12 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
     stop();
     return 1;
   }
+  std::vector<std::string> expected;
+  for (auto& node : c.nodes)
+    expected.push_back(node.name);
   std::cout << "head: listening on " << c.bind << ":" << *port
-            << ", waiting for " << c.expect.size() << " node(s): "
-            << joined_list(c.expect) << std::endl;
+            << ", waiting for " << expected.size() << " node(s): "
+            << joined_list(expected) << std::endl;
   if (!c.port_file.empty())
     if (auto err = write_port_file(c.port_file, *port)) {
       std::cerr << "stoker-node: " << describe(err) << std::endl;
@@ -109,7 +112,7 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
   }
   if (members.trainers.empty()) {
     std::cerr << "stoker-node: no trainer joined; expected a node started "
-                 "with --role=trainer among cluster.expect"
+                 "with --role=trainer among cluster.nodes"
               << std::endl;
     shut_down_nodes(self, members);
     stop();

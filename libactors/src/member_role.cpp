@@ -146,8 +146,21 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg) {
           running = false;
         }
       });
-  for (auto& a : *local)
+  // Stop the local actors and wait until they are gone, so the actor
+  // system's shutdown has nothing left to wait for.
+  for (auto& a : *local) {
+    self->monitor(a);
     self->send_exit(a, caf::exit_reason::user_shutdown);
+  }
+  size_t alive = local->size();
+  bool waiting = true;
+  self->receive_while([&] { return waiting && alive > 0; })(
+    [&](caf::down_msg&) { --alive; },
+    [&](shutdown_atom) { return done_atom::value; },
+    caf::after(std::chrono::seconds(5)) >> [&] { waiting = false; });
+  if (alive > 0)
+    std::cerr << "stoker-node: " << alive
+              << " local actor(s) did not stop within 5 s" << std::endl;
   std::cout << cfg.role << " '" << cfg.node_name << "' exits" << std::endl;
   return code;
 }

@@ -101,7 +101,8 @@ node_config::node_config() {
   using std::string;
   opt_group{custom_options_, "global"}
     .add<string>("role", "local (default), head, worker or trainer")
-    .add<string>("report", "write a JSON run report to this path");
+    .add<string>("report", "write a JSON run report to this path")
+    .add<bool>("print-nodes", "print cluster.nodes, one per line, and exit");
   opt_group{custom_options_, "node"}
     .add<string>("name", "this node's name (default: ROLE-PID)");
   opt_group{custom_options_, "cluster"}
@@ -112,7 +113,9 @@ node_config::node_config() {
                         "how long the head waits for nodes (default 30s)")
     .add<caf::timespan>("connect-timeout",
                         "how long a node retries the head (default 10s)")
-    .add<std::vector<string>>("expect", "node names the head waits for")
+    .add<std::vector<string>>("nodes",
+                              "topology: [\"NAME:worker[:N]\", "
+                              "\"NAME:trainer\", ...]")
     .add<string>("port-file", "the head writes its port here");
   opt_group{custom_options_, "pipeline"}
     .add<int64_t>("seed", "seed of every random draw (default 0)")

@@ -1,4 +1,5 @@
-#include <caf/actor_ostream.hpp>
+#include <iostream>
+
 #include <caf/stateful_actor.hpp>
 
 #include "stoker/cluster.hpp"
@@ -30,11 +31,13 @@ welcome welcome_of(registry_ptr self) {
 void joined(registry_ptr self, const std::string& node) {
   auto& st = self->state;
   if (auto err = st.members.join(node)) {
-    caf::aout(self) << "head: " << describe(err) << std::endl;
+    std::cout << "head: " << describe(err) << std::endl;
     return;
   }
   st.current.nodes.push_back(node);
-  caf::aout(self) << "head: node '" << node << "' joined" << std::endl;
+  // Straight to stdout (not through CAF's printer actor) so the line comes
+  // before the head's own "running".
+  std::cout << "head: node '" << node << "' joined" << std::endl;
   if (st.members.complete()) {
     for (auto& promise : st.waiting_for_all)
       promise.deliver(st.current);
@@ -45,7 +48,10 @@ void joined(registry_ptr self, const std::string& node) {
 registry_actor::behavior_type registry_fn(registry_ptr self, run_config cfg,
                                           router_actor router) {
   auto& st = self->state;
-  st.members = membership{cfg.cluster.expect};
+  std::vector<std::string> expected;
+  for (auto& node : cfg.cluster.nodes)
+    expected.push_back(node.name);
+  st.members = membership{std::move(expected)};
   st.cfg = std::move(cfg);
   st.router = std::move(router);
   return {

@@ -57,6 +57,36 @@ parse_host_port(std::string_view text) {
                         static_cast<uint16_t>(port));
 }
 
+caf::expected<node_spec> parse_node_spec(std::string_view entry) {
+  auto bad = [&] {
+    return make_error(errc::invalid_config,
+                      "\"" + std::string{entry}
+                        + "\": expected NAME:worker[:WORKERS] or "
+                          "NAME:trainer");
+  };
+  node_spec node;
+  auto first = entry.find(':');
+  if (first == std::string_view::npos || first == 0)
+    return bad();
+  node.name = std::string{entry.substr(0, first)};
+  auto rest = entry.substr(first + 1);
+  auto second = rest.find(':');
+  node.role = std::string{rest.substr(0, second)};
+  if (node.role != "worker" && node.role != "trainer")
+    return bad();
+  if (second != std::string_view::npos) {
+    auto count = rest.substr(second + 1);
+    if (node.role != "worker" || count.empty() || count.size() > 4)
+      return bad();
+    for (char ch : count) {
+      if (ch < '0' || ch > '9')
+        return bad();
+      node.workers = node.workers * 10 + static_cast<uint32_t>(ch - '0');
+    }
+  }
+  return node;
+}
+
 namespace {
 
 // Reads typed values out of the settings, collecting the first error. Keys
@@ -194,7 +224,14 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   r.unsigned_int("cluster.port", c.port, 0, 65535);
   r.duration("cluster.join-timeout", c.join_timeout);
   r.duration("cluster.connect-timeout", c.connect_timeout);
-  r.text_list("cluster.expect", c.expect);
+  std::vector<std::string> nodes;
+  r.text_list("cluster.nodes", nodes);
+  for (auto& entry : nodes) {
+    if (auto node = parse_node_spec(entry))
+      c.nodes.push_back(std::move(*node));
+    else
+      r.fail("cluster.nodes: " + describe(node.error()));
+  }
   r.text("cluster.port-file", c.port_file);
   std::string head;
   r.text("cluster.head", head);

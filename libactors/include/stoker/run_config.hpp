@@ -57,6 +57,17 @@ struct trainer_spec {
   vit_spec model;
 };
 
+/// One node of a cluster's topology: `NAME:ROLE[:WORKERS]` in
+/// `cluster.nodes`.
+struct node_spec {
+  std::string name;
+  std::string role;     ///< "worker" or "trainer"
+  uint32_t workers = 0; ///< worker actors on a worker node; 0 = its cores
+};
+
+/// Parses one `cluster.nodes` entry; errc::invalid_config names it.
+caf::expected<node_spec> parse_node_spec(std::string_view entry);
+
 /// How the nodes of a cluster find each other.
 struct cluster_spec {
   std::string bind = "127.0.0.1"; ///< address the head (and trainers) listen on
@@ -65,8 +76,9 @@ struct cluster_spec {
   uint16_t head_port = 0;
   std::chrono::milliseconds join_timeout{30000};
   std::chrono::milliseconds connect_timeout{10000};
-  /// Names of the nodes the head waits for before the run starts.
-  std::vector<std::string> expect;
+  /// The topology: the nodes the head waits for before the run starts, and
+  /// what tools/launch-cluster starts.
+  std::vector<node_spec> nodes;
   std::string port_file; ///< the head writes its port here once listening
 };
 
