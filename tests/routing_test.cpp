@@ -78,6 +78,17 @@ BOOST_AUTO_TEST_CASE(new_worker_is_assumed_as_fast_as_the_best) {
   BOOST_TEST(*t.pick(64) == fresh);
 }
 
+BOOST_AUTO_TEST_CASE(ties_go_to_the_worker_with_the_least_work_so_far) {
+  routing_table t{routing_policy::least_loaded};
+  auto busy = t.add_worker("busy");
+  report_rate(t, busy, 200.0);
+  report_rate(t, busy, 200.0);
+  // A newcomer is assumed as fast as `busy`; both idle: equal delays.
+  auto fresh = t.add_worker("fresh");
+  BOOST_TEST(t.expected_delay(busy, 64) == t.expected_delay(fresh, 64));
+  BOOST_TEST(*t.pick(64) == fresh);
+}
+
 BOOST_AUTO_TEST_CASE(rate_is_a_moving_average) {
   routing_table t{routing_policy::least_loaded};
   auto w = t.add_worker("w");

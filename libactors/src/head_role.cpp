@@ -133,6 +133,7 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
   int code = finish_run(result, cfg);
   shut_down_nodes(self, current_roster(self, registry));
   stop();
+  bound_shutdown(code, std::chrono::seconds(5));
   return code;
 }
 

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -162,7 +163,17 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg) {
     std::cerr << "stoker-node: " << alive
               << " local actor(s) did not stop within 5 s" << std::endl;
   std::cout << cfg.role << " '" << cfg.node_name << "' exits" << std::endl;
+  bound_shutdown(code, std::chrono::seconds(5));
   return code;
+}
+
+void bound_shutdown(int code, std::chrono::seconds limit) {
+  std::thread{[code, limit] {
+    std::this_thread::sleep_for(limit);
+    std::cerr << "stoker-node: shutdown took over " << limit.count()
+              << " s; exiting" << std::endl;
+    std::_Exit(code);
+  }}.detach();
 }
 
 } // namespace stoker

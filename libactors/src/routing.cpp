@@ -1,6 +1,7 @@
 #include "stoker/routing.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace stoker {
 
@@ -87,11 +88,18 @@ std::optional<size_t> routing_table::pick(uint32_t samples) {
     next_rr_ = i + 1;
     return i;
   }
+  // Ties (common when the trainer, not the workers, is the bottleneck and
+  // every worker idles) go to the worker that has had the least work, so
+  // work spreads and a newcomer gets measured.
+  auto work_of = [&](size_t i) {
+    return workers_[i].items_done + workers_[i].outstanding_items;
+  };
   size_t best = 0;
   double best_delay = expected_delay(0, samples);
   for (size_t i = 1; i < workers_.size(); ++i) {
     double d = expected_delay(i, samples);
-    if (d < best_delay) {
+    bool tie = std::abs(d - best_delay) <= 1e-9 * std::max(d, best_delay);
+    if ((!tie && d < best_delay) || (tie && work_of(i) < work_of(best))) {
       best = i;
       best_delay = d;
     }

@@ -1,0 +1,260 @@
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "stoker/membership.hpp"
+#include "stoker/run_config.hpp"
+
+// Real stoker-node processes on 127.0.0.1, as a user would run them.
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string tmp_path(const std::string& what) {
+  return "/tmp/stoker-cluster-test-" + std::to_string(::getpid()) + "-" + what;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A child process with stdout and stderr in a log file.
+struct child {
+  pid_t pid = -1;
+  std::string log;
+};
+
+child start(const std::string& program, std::vector<std::string> args,
+            const std::string& log) {
+  child c;
+  c.log = log;
+  c.pid = ::fork();
+  BOOST_REQUIRE(c.pid >= 0);
+  if (c.pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> argv{const_cast<char*>(program.c_str())};
+    for (auto& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(program.c_str(), argv.data());
+    ::_exit(127);
+  }
+  return c;
+}
+
+child start_node(std::vector<std::string> args, const std::string& log) {
+  return start(STOKER_NODE_BINARY, std::move(args), log);
+}
+
+// The exit code, or -1 if it ran past `timeout` (then it is killed).
+int wait_exit(child& c, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(c.pid, &status, WNOHANG) == c.pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::this_thread::sleep_for(20ms);
+  }
+  ::kill(c.pid, SIGKILL);
+  ::waitpid(c.pid, &status, 0);
+  BOOST_TEST_MESSAGE("killed after timeout; log:\n" << read_file(c.log));
+  return -1;
+}
+
+bool wait_for_text(const std::string& path, const std::string& text,
+                   std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (read_file(path).find(text) != std::string::npos)
+      return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+// A port nothing listens on: bound to find it, then closed.
+uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Batches per worker name in a JSON run report.
+std::map<std::string, int> batches_by_worker(const std::string& json) {
+  std::map<std::string, int> result;
+  std::regex entry{R"re("name": "([^"]+)", "batches": (\d+))re"};
+  for (std::sregex_iterator i{json.begin(), json.end(), entry}, end; i != end;
+       ++i)
+    result[(*i)[1]] = std::stoi((*i)[2]);
+  return result;
+}
+
+const std::vector<std::string> small = {
+  "--trainer.device=sim", "--pipeline.height=32", "--pipeline.width=32"};
+
+std::vector<std::string> with_small(std::vector<std::string> args) {
+  args.insert(args.end(), small.begin(), small.end());
+  return args;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cluster)
+
+BOOST_AUTO_TEST_CASE(topology_entries_parse_and_bad_ones_are_named) {
+  auto w = stoker::parse_node_spec("worker-a:worker:3");
+  BOOST_REQUIRE(w);
+  BOOST_TEST(w->name == "worker-a");
+  BOOST_TEST(w->role == "worker");
+  BOOST_TEST(w->workers == 3u);
+  auto t = stoker::parse_node_spec("gpu:trainer");
+  BOOST_REQUIRE(t);
+  BOOST_TEST(t->role == "trainer");
+  for (auto bad : {"gpu", ":worker", "gpu:head", "gpu:trainer:2", "a:worker:x"})
+    BOOST_TEST(!static_cast<bool>(stoker::parse_node_spec(bad)), bad);
+  auto hp = stoker::parse_host_port("127.0.0.1:4242");
+  BOOST_REQUIRE(hp);
+  BOOST_TEST(hp->second == 4242);
+  for (auto bad : {"127.0.0.1", "host:", ":80", "h:0", "h:70000", "h:8x"})
+    BOOST_TEST(!stoker::parse_host_port(bad), bad);
+}
+
+BOOST_AUTO_TEST_CASE(membership_names_who_is_missing) {
+  stoker::membership m{{"t", "a", "b"}};
+  auto joins = [&](const std::string& name) { return !m.join(name); };
+  BOOST_TEST(joins("a"));
+  BOOST_TEST(joins("late")); // not expected, still welcome
+  BOOST_TEST(!joins("a"));   // a second node of the same name is not
+  BOOST_TEST(m.missing() == (std::vector<std::string>{"t", "b"}));
+  BOOST_TEST(!m.complete());
+  BOOST_TEST(joins("t"));
+  BOOST_TEST(joins("b"));
+  BOOST_TEST(m.complete());
+}
+
+BOOST_AUTO_TEST_CASE(launched_cluster_delivers_every_sample_once) {
+  auto report = tmp_path("report.json");
+  auto log = tmp_path("launch.log");
+  auto launcher = std::string{STOKER_SOURCE_DIR} + "/tools/launch-cluster";
+  ::setenv("STOKER_NODE", STOKER_NODE_BINARY, 1);
+  auto c = start(launcher,
+                 with_small({std::string{STOKER_SOURCE_DIR}
+                               + "/config/loopback-cluster.ini",
+                             "--report=" + report}),
+                 log);
+  BOOST_TEST(wait_exit(c, 120s) == 0);
+  auto out = read_file(log);
+  BOOST_TEST_MESSAGE(out);
+  // The head told every node to exit, and each exited cleanly.
+  for (auto node : {"trainer-0", "worker-a", "worker-b", "head"})
+    BOOST_TEST(out.find("node " + std::string{node} + " exited 0")
+                 != std::string::npos,
+               node);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"samples_delivered\": 512,") != std::string::npos);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  auto batches = batches_by_worker(json);
+  BOOST_TEST(batches["worker-a/0"] > 0);
+  BOOST_TEST(batches["worker-b/0"] > 0);
+  BOOST_TEST(batches["worker-a/0"] + batches["worker-b/0"] == 16);
+  std::remove(report.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_joining_late_still_receives_work) {
+  auto port_file = tmp_path("late.port");
+  auto report = tmp_path("late.json");
+  std::remove(port_file.c_str());
+  auto head = start_node(
+    with_small({"--role=head", "--cluster.port=0",
+                "--cluster.port-file=" + port_file,
+                "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+                "--pipeline.dataset-size=1600", "--pipeline.batch-size=16",
+                "--trainer.sim-step-ms=30", "--report=" + report}),
+    tmp_path("late-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  auto trainer = start_node(
+    with_small({"--role=trainer", "--node.name=t-0", at}),
+    tmp_path("late-t0.log"));
+  auto early = start_node({"--role=worker", "--node.name=w-a",
+                           "--worker.count=1", at},
+                          tmp_path("late-wa.log"));
+  BOOST_REQUIRE(wait_for_text(head.log, "running", 30s));
+  auto late = start_node({"--role=worker", "--node.name=w-b",
+                          "--worker.count=1", at},
+                         tmp_path("late-wb.log"));
+  BOOST_TEST(wait_exit(head, 120s) == 0);
+  for (auto* c : {&trainer, &early, &late})
+    BOOST_TEST(wait_exit(*c, 20s) == 0);
+  auto batches = batches_by_worker(read_file(report));
+  BOOST_TEST_MESSAGE(read_file(head.log));
+  BOOST_TEST(batches["w-b/0"] > 0);
+  BOOST_TEST(batches["w-a/0"] + batches["w-b/0"] == 100);
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(a_node_without_a_head_fails_clearly_within_the_timeout) {
+  auto port = std::to_string(free_port());
+  auto t0 = std::chrono::steady_clock::now();
+  auto c = start_node({"--role=worker", "--node.name=lonely",
+                       "--cluster.head=127.0.0.1:" + port,
+                       "--cluster.connect-timeout=1s"},
+                      tmp_path("lonely.log"));
+  BOOST_TEST(wait_exit(c, 30s) == 1);
+  auto elapsed = std::chrono::steady_clock::now() - t0;
+  BOOST_TEST((elapsed < 10s));
+  BOOST_TEST(read_file(c.log).find("cannot reach the head at 127.0.0.1:"
+                                   + port + " within 1000 ms")
+             != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(head_names_the_nodes_that_never_joined) {
+  auto c = start_node(with_small({"--role=head", "--cluster.port=0",
+                                  "--cluster.join-timeout=1s",
+                                  "--cluster.nodes=[\"ghost:worker\", "
+                                  "\"phantom:trainer\"]"}),
+                      tmp_path("ghost.log"));
+  BOOST_TEST(wait_exit(c, 30s) == 1);
+  auto out = read_file(c.log);
+  BOOST_TEST(out.find("missing: ghost, phantom; joined: none")
+             != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(worker_without_head_address_is_a_config_error) {
+  auto c = start_node({"--role=worker"}, tmp_path("nohead.log"));
+  BOOST_TEST(wait_exit(c, 30s) == 2);
+  BOOST_TEST(read_file(c.log).find("--cluster.head=HOST:PORT")
+             != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
