@@ -22,7 +22,8 @@ image_batch good_batch() {
   return batch;
 }
 
-const batch_expectation expect{4, 5, 3, 1000, layout::chw, 100, 2};
+const batch_expectation expect{4, 5, 3, 1000, layout::chw, dtype::float32,
+                               100, 2};
 
 std::string problem(const image_batch& b) {
   auto err = check_batch(b, expect);

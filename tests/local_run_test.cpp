@@ -76,6 +76,14 @@ BOOST_AUTO_TEST_CASE(unshuffled_multi_epoch_run_is_exactly_once) {
   BOOST_TEST(r->steps == 24u); // 8 batches per epoch, the last of 1 sample
 }
 
+BOOST_AUTO_TEST_CASE(float16_transport_is_exactly_once_and_checked) {
+  for (auto wire : {"float16", "bfloat16"}) {
+    auto r = run({std::string{"--transport.dtype="} + wire});
+    BOOST_REQUIRE(r);
+    require_exactly_once(*r, 1000);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_real_vit_trains_on_cpu) {
   auto r = run({"--trainer.device=cpu", "--pipeline.dataset-size=64",
                 "--pipeline.batch-size=16", "--pipeline.blur-repeat=1",

@@ -89,6 +89,11 @@ BOOST_AUTO_TEST_CASE(rejects_unknown_policy_naming_key_and_choices) {
   BOOST_TEST(mentions(msg, "least-loaded"));
 }
 
+BOOST_AUTO_TEST_CASE(rejects_unknown_transport_dtype) {
+  BOOST_TEST(mentions(rejection({"--transport.dtype=int8"}),
+                      "transport.dtype = \"int8\": expected \"float32\""));
+}
+
 BOOST_AUTO_TEST_CASE(rejects_unknown_device) {
   auto msg = rejection({"--trainer.device=tpu"});
   BOOST_TEST(mentions(msg, "trainer.device"));

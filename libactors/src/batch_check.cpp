@@ -21,8 +21,9 @@ std::string shape_of(uint32_t h, uint32_t w, uint32_t c) {
 } // namespace
 
 caf::error check_batch(const image_batch& b, const batch_expectation& e) {
-  if (b.type != dtype::float32)
-    return bad(b, "dtype " + to_string(b.type) + ", expected float32");
+  if (b.type != e.type)
+    return bad(b, "dtype " + to_string(b.type) + ", expected "
+                    + to_string(e.type));
   if (b.order != e.order)
     return bad(b, "layout " + to_string(b.order) + ", expected "
                     + to_string(e.order));
@@ -53,7 +54,7 @@ caf::error check_batch(const image_batch& b, const batch_expectation& e) {
       return bad(b, "sample " + std::to_string(b.sample_ids[i]) + " has label "
                       + std::to_string(b.labels[i]) + ", expected "
                       + std::to_string(want));
-    if (checksum64(b.image(i), b.image_bytes()) != b.checksums[i])
+    if (checksum64(b.image_data(i), b.image_bytes()) != b.checksums[i])
       return bad(b, "sample " + std::to_string(b.sample_ids[i])
                       + ": checksum mismatch (the image changed after the "
                         "worker made it)");
@@ -64,7 +65,7 @@ caf::error check_batch(const image_batch& b, const batch_expectation& e) {
 void stamp_checksums(image_batch& batch) {
   batch.checksums.resize(batch.size());
   for (size_t i = 0; i < batch.size(); ++i)
-    batch.checksums[i] = checksum64(batch.image(i), batch.image_bytes());
+    batch.checksums[i] = checksum64(batch.image_data(i), batch.image_bytes());
 }
 
 } // namespace stoker

@@ -29,7 +29,8 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
   std::vector<worker_actor> workers;
   for (uint32_t i = 0; i < cfg.workers; ++i) {
     auto name = "worker-" + std::to_string(i);
-    workers.push_back(spawn_worker(sys, name, cfg.synthetic, cfg.blur, router));
+    workers.push_back(
+      spawn_worker(sys, name, cfg.synthetic, cfg.blur, cfg.transport, router));
     self->send(router, join_atom::value, workers.back(), name);
   }
   caf::expected<run_report> result{caf::error{}};

@@ -58,7 +58,7 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
     workers.push_back(spawn_worker(sys,
                                    cfg.node_name + "/" + std::to_string(i),
                                    w.config.synthetic, w.config.blur,
-                                   w.router));
+                                   w.config.transport, w.router));
     local.push_back(caf::actor_cast<caf::actor>(workers.back()));
   }
   self->send(registry, join_atom::value, cfg.node_name, std::move(workers));
@@ -75,6 +75,7 @@ start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
   tcfg.synthetic = w.config.synthetic;
   tcfg.source = w.config.source;
   tcfg.blur = w.config.blur;
+  tcfg.transport = w.config.transport;
   auto device = cfg.trainer.device;
   auto threads = cfg.trainer.threads;
   tcfg.trainer = w.config.trainer;

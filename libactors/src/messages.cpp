@@ -9,12 +9,30 @@ size_t dtype_size(dtype t) noexcept {
   switch (t) {
     case dtype::float32:
       return 4;
+    case dtype::float16:
+    case dtype::bfloat16:
+      return 2;
   }
   return 0;
 }
 
 std::string to_string(dtype t) {
-  return t == dtype::float32 ? "float32" : "unknown dtype";
+  switch (t) {
+    case dtype::float32:
+      return "float32";
+    case dtype::float16:
+      return "float16";
+    case dtype::bfloat16:
+      return "bfloat16";
+  }
+  return "unknown dtype";
+}
+
+std::optional<dtype> parse_dtype(std::string_view name) {
+  for (auto t : {dtype::float32, dtype::float16, dtype::bfloat16})
+    if (name == to_string(t))
+      return t;
+  return std::nullopt;
 }
 
 std::string to_string(layout x) {

@@ -281,6 +281,8 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
            "\"least-loaded\" or \"round-robin\"");
   r.unsigned_int("router.window", cfg.window, 1, 100000);
   r.unsigned_int("worker.count", cfg.workers, 0, 4096);
+  r.choice("transport.dtype", cfg.transport, parse_dtype,
+           "\"float32\", \"float16\" or \"bfloat16\"");
   if (cfg.workers == 0)
     cfg.workers = std::max(1u, std::thread::hardware_concurrency());
   // -- trainer and model

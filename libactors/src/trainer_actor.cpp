@@ -9,6 +9,7 @@
 
 #include "stoker/actors.hpp"
 #include "stoker/batch_check.hpp"
+#include "stoker/batch_codec.hpp"
 #include "stoker/delivery_ledger.hpp"
 #include "stoker/errors.hpp"
 #include "stoker/step_engine.hpp"
@@ -72,6 +73,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
                                 cfg.synthetic.channels,
                                 cfg.synthetic.num_classes,
                                 layout::chw,
+                                cfg.transport,
                                 cfg.source.dataset_size,
                                 cfg.source.epochs};
   st.stats.device = st.engine->device();
@@ -80,7 +82,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   self->send(router, credit_atom::value,
              caf::actor_cast<trainer_actor>(self), cfg.trainer.prefetch);
   return {
-    [=](const image_batch& batch) {
+    [=](image_batch& batch) {
       auto& s = self->state;
       auto start = clock_type::now();
       auto waited = ns_between(s.idle_since, start);
@@ -96,6 +98,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
         s.idle_since = clock_type::now();
         return;
       }
+      decode_batch(batch); // to float32, if it travelled as 16-bit
       auto result = s.engine->step(batch);
       auto end = clock_type::now();
       if (!result) {

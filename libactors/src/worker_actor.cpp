@@ -6,6 +6,7 @@
 
 #include "stoker/actors.hpp"
 #include "stoker/batch_check.hpp"
+#include "stoker/batch_codec.hpp"
 #include "stoker/blur.hpp"
 #include "stoker/errors.hpp"
 #include "stoker/synthetic_mapper.hpp"
@@ -31,7 +32,8 @@ uint64_t ns_since(clock_type::time_point t0) {
 
 worker_actor::behavior_type
 worker_fn(worker_actor::stateful_pointer<worker_state> self, std::string name,
-          synthetic_spec data, blur_params blur, router_actor router) {
+          synthetic_spec data, blur_params blur, dtype wire,
+          router_actor router) {
   self->state.stats.name = std::move(name);
   return {
     [=](const work_item& item, const trainer_actor& trainer) {
@@ -41,6 +43,7 @@ worker_fn(worker_actor::stateful_pointer<worker_state> self, std::string name,
       try {
         batch = map_synthetic(data, item);
         apply_blur_stage(blur, batch);
+        encode_batch(batch, wire);
       } catch (const std::exception& e) {
         // The same item would fail on any worker: stop loudly.
         self->quit(make_error(errc::bad_batch,
@@ -74,13 +77,13 @@ worker_fn(worker_actor::stateful_pointer<worker_state> self, std::string name,
 
 worker_actor spawn_worker(caf::actor_system& sys, std::string name,
                           const synthetic_spec& data, const blur_params& blur,
-                          router_actor router) {
+                          dtype wire, router_actor router) {
   // One OpenCV thread per worker (a process-wide setting): on a 224x224
   // image OpenCV's own threads only add contention; parallelism comes from
   // running one worker per core.
   cv::setNumThreads(1);
   return sys.spawn<caf::detached>(worker_fn, std::move(name), data, blur,
-                                  std::move(router));
+                                  wire, std::move(router));
 }
 
 } // namespace stoker

@@ -79,10 +79,11 @@ router_actor spawn_router(caf::actor_system& sys, source_actor source,
                           routing_policy policy, uint32_t window,
                           uint64_t expected_samples);
 
-/// Spawns a detached worker named `name` that reports to `router`.
+/// Spawns a detached worker named `name` that reports to `router` and sends
+/// batches as `wire` (see transport.dtype).
 worker_actor spawn_worker(caf::actor_system& sys, std::string name,
                           const synthetic_spec& data, const blur_params& blur,
-                          router_actor router);
+                          dtype wire, router_actor router);
 
 /// Spawns a detached trainer; returns an error if its device cannot be
 /// set up (e.g. `cuda` without a GPU).

@@ -15,6 +15,7 @@ struct batch_expectation {
   uint32_t channels = 3;
   uint32_t num_classes = 1000;
   layout order = layout::chw;
+  dtype type = dtype::float32;        ///< on the wire (transport.dtype)
   uint64_t dataset_size = UINT64_MAX; ///< every id must be below
   uint64_t epochs = UINT64_MAX;       ///< every epoch must be below
 };

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/actor_system_config.hpp>
@@ -10,9 +12,13 @@
 
 namespace stoker {
 
-/// Element type of an image buffer. Only float32 is produced today; the tag
-/// travels with every batch so a receiver can reject what it cannot read.
-enum class dtype : uint8_t { float32 = 1 };
+/// Element type of an image buffer. Workers make float32; 16-bit types
+/// halve the bytes on the wire (`transport.dtype`) and the trainer converts
+/// back. The tag travels with every batch.
+enum class dtype : uint8_t { float32 = 1, float16 = 2, bfloat16 = 3 };
+
+/// Parses "float32", "float16" or "bfloat16".
+std::optional<dtype> parse_dtype(std::string_view name);
 
 /// Memory order of an image buffer: HWC as decoded, CHW after ToTensor.
 enum class layout : uint8_t { hwc = 1, chw = 2 };
@@ -57,6 +63,11 @@ struct image_batch {
   size_t image_bytes() const noexcept {
     return image_elements() * dtype_size(type);
   }
+  /// Image `i` as raw bytes (any dtype).
+  const char* image_data(size_t i) const noexcept {
+    return data.data() + i * image_bytes();
+  }
+  /// Image `i` as floats; only for float32 batches.
   float* image(size_t i) noexcept {
     return reinterpret_cast<float*>(data.data() + i * image_bytes());
   }
