@@ -73,7 +73,10 @@ void print_banner(const run_config& cfg) {
             << cfg.synthetic.height << "x" << cfg.synthetic.width << "x"
             << cfg.synthetic.channels << ", blur " << cfg.blur.repeat
             << "x GaussianBlur(" << cfg.blur.kernel_size << ")\n  "
-            << cfg.workers << " CPU worker(s), router "
+            << (cfg.role == "head" ? std::string{"workers on the nodes"}
+                                   : std::to_string(cfg.workers)
+                                       + " CPU worker(s)")
+            << ", router "
             << to_string(cfg.policy) << " (window " << cfg.window
             << "), trainer device " << to_string(cfg.trainer.device);
   auto cuda = probe_cuda_devices();

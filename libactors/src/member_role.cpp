@@ -112,6 +112,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg) {
   node_info info{cfg.node_name, cfg.role,
                  std::max(1u, std::thread::hardware_concurrency()),
                  cfg.role == "worker" ? cfg.workers : 0,
+                 cfg.role == "trainer" ? to_string(cfg.trainer.device) : "",
                  caf::actor_cast<caf::actor>(self)};
   caf::expected<welcome> hello{caf::error{}};
   self->request(*registry, c.join_timeout, hello_atom::value, info)

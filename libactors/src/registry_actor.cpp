@@ -62,6 +62,12 @@ registry_actor::behavior_type registry_fn(registry_ptr self, run_config cfg,
                           "a node named '" + info.name
                             + "' has already joined; expected a unique "
                               "--node.name per node");
+      std::cout << "head: hello from " << info.role << " '" << info.name
+                << "' (" << info.cores << " cores"
+                << (info.role == "worker"
+                      ? ", " + std::to_string(info.workers) + " workers"
+                      : ", device " + info.device)
+                << ")" << std::endl;
       if (info.control)
         s.current.controls.push_back(std::move(info.control));
       if (info.role == "worker" && s.trainers.empty()) {

@@ -29,6 +29,7 @@ struct node_info {
   std::string role; ///< "worker" or "trainer"
   uint32_t cores = 0;
   uint32_t workers = 0;  ///< worker actors it runs (worker nodes)
+  std::string device;    ///< the trainer's device setting (trainer nodes)
   caf::actor control;    ///< receives `shutdown` at the end of the run
 };
 
@@ -56,7 +57,7 @@ typename Inspector::result_type inspect(Inspector& f, trainer_endpoint& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
   return f(caf::meta::type_name("node_info"), x.name, x.role, x.cores,
-           x.workers, x.control);
+           x.workers, x.device, x.control);
 }
 
 template <class Inspector>
