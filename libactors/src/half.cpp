@@ -1,24 +1,11 @@
 #include "stoker/half.hpp"
 
-#include <cstring>
+#include "stoker/detail/float_bits.hpp"
 
 namespace stoker {
 
-namespace {
-
-inline uint32_t bits_of(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
-
-inline float float_of(uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
-
-} // namespace
+using detail::bits_of;
+using detail::float_of;
 
 uint16_t float_to_half(float x) noexcept {
   uint32_t f = bits_of(x);

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "stoker/detail/float_bits.hpp"
+
 #if defined(__x86_64__) || defined(__i386__)
 #  include <immintrin.h>
 #  define STOKER_X86 1
@@ -23,18 +25,6 @@ namespace {
 
 constexpr unsigned lanes = normal_lanes;
 
-inline float bits_to_float(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-}
-
-inline uint32_t float_to_bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
-
 inline float to_float(uint32_t small_value) {
   // Through int32 (the values fit): unsigned-to-float has no vector
   // instruction before AVX-512.
@@ -43,10 +33,10 @@ inline float to_float(uint32_t small_value) {
 
 // Natural log for x in (0, 1], Cephes logf polynomial (rel. error ~1e-7).
 inline float log_unit(float x) {
-  uint32_t bits = float_to_bits(x);
+  uint32_t bits = bits_of(x);
   int32_t e = static_cast<int32_t>(bits >> 23) - 126;
   uint32_t mantissa = bits & 0x007FFFFFu;
-  float m = bits_to_float(mantissa | 0x3F000000u); // [0.5, 1)
+  float m = float_of(mantissa | 0x3F000000u); // [0.5, 1)
   // Move m into [sqrt(0.5), sqrt(2)) around 1. `small` is m < sqrt(0.5)
   // (0x3F3504F3), computed without a branch so every target vectorizes it.
   float small = to_float((mantissa - 0x3504F3u) >> 31);
