@@ -52,6 +52,8 @@ BOOST_AUTO_TEST_CASE(least_loaded_run_delivers_every_sample_exactly_once) {
   for (auto& w : r->workers)
     batches += w.batches;
   BOOST_TEST(batches == 84u);
+  BOOST_TEST(r->batches_leased == 84u); // nothing leased twice
+  BOOST_TEST(r->batches_acked == 84u);
 }
 
 BOOST_AUTO_TEST_CASE(round_robin_run_spreads_batches_evenly) {

@@ -42,6 +42,8 @@ BOOST_AUTO_TEST_CASE(combines_router_trainer_and_worker_counts) {
   BOOST_TEST(r.throughput_sps == 125.0);
   BOOST_TEST(r.accelerator_idle_fraction == 0.25);
   BOOST_TEST(r.workers[0].busy_fraction == 0.9);
+  BOOST_TEST(r.batches_leased == 4u);
+  BOOST_TEST(r.batches_acked == 4u);
   BOOST_TEST(!r.exactly_once());
 }
 
@@ -49,7 +51,8 @@ BOOST_AUTO_TEST_CASE(json_has_every_documented_key) {
   auto json = to_json(example());
   for (auto key : {"samples_delivered", "duplicates", "missing", "steps",
                    "wall_s", "throughput_sps", "accelerator_idle_fraction",
-                   "trainer_device", "policy", "workers", "name", "batches",
+                   "trainer_device", "policy", "batches_leased",
+                   "batches_acked", "workers", "name", "batches",
                    "busy_fraction"})
     BOOST_TEST(json.find("\"" + std::string{key} + "\":") != std::string::npos,
                key);

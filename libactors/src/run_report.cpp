@@ -68,6 +68,8 @@ run_report make_report(const router_summary& router,
   r.trainer_device = trainer.device;
   r.trainer_simulated = trainer.simulated;
   r.policy = router.policy;
+  r.batches_leased = router.batches_leased;
+  r.batches_acked = router.batches_acked;
   r.rejected_batches = trainer.rejected_batches;
   r.first_error = trainer.first_error;
   for (auto& w : workers) {
@@ -95,6 +97,8 @@ std::string to_json(const run_report& r) {
       << "  \"trainer_simulated\": " << (r.trainer_simulated ? "true" : "false")
       << ",\n"
       << "  \"policy\": " << quoted(r.policy) << ",\n"
+      << "  \"batches_leased\": " << r.batches_leased << ",\n"
+      << "  \"batches_acked\": " << r.batches_acked << ",\n"
       << "  \"rejected_batches\": " << r.rejected_batches << ",\n"
       << "  \"first_error\": " << quoted(r.first_error) << ",\n"
       << "  \"workers\": [";

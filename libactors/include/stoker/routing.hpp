@@ -62,7 +62,6 @@ public:
   /// without a report yet are assumed as fast as the fastest one known.
   double expected_delay(size_t index, uint32_t samples) const;
 
-  routing_policy policy() const noexcept { return policy_; }
   const std::vector<worker_load>& workers() const noexcept { return workers_; }
 
 private:

@@ -31,6 +31,8 @@ struct run_report {
   std::string trainer_device;
   bool trainer_simulated = false;
   std::string policy;
+  uint64_t batches_leased = 0; ///< leases the router handed out
+  uint64_t batches_acked = 0;  ///< leases the trainer acknowledged
   uint64_t rejected_batches = 0;
   std::string first_error;
   std::vector<worker_entry> workers;
