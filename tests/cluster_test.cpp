@@ -219,6 +219,40 @@ BOOST_AUTO_TEST_CASE(a_worker_joining_late_still_receives_work) {
   BOOST_TEST_MESSAGE(read_file(head.log));
   BOOST_TEST(batches["w-b/0"] > 0);
   BOOST_TEST(batches["w-a/0"] + batches["w-b/0"] == 100);
+  // Every batch took the direct stream, none the middleman.
+  BOOST_TEST(read_file(trainer.log).find("batch stream: 100 batch(es) received")
+             != std::string::npos, read_file(trainer.log));
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(batches_travel_as_caf_messages_with_the_stream_off) {
+  auto port_file = tmp_path("nostream.port");
+  auto report = tmp_path("nostream.json");
+  std::remove(port_file.c_str());
+  auto head = start_node(
+    with_small({"--role=head", "--cluster.port=0",
+                "--cluster.port-file=" + port_file,
+                "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+                "--pipeline.dataset-size=96", "--pipeline.batch-size=16",
+                "--transport.batch-stream=false", "--report=" + report}),
+    tmp_path("nostream-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  auto trainer = start_node(with_small({"--role=trainer", "--node.name=t-0", at}),
+                            tmp_path("nostream-t0.log"));
+  auto worker = start_node({"--role=worker", "--node.name=w-a",
+                            "--worker.count=1", at},
+                           tmp_path("nostream-wa.log"));
+  BOOST_TEST(wait_exit(head, 120s) == 0);
+  for (auto* c : {&trainer, &worker})
+    BOOST_TEST(wait_exit(*c, 20s) == 0);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"samples_delivered\": 96,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(read_file(trainer.log).find("batch stream") == std::string::npos);
   std::remove(report.c_str());
   std::remove(port_file.c_str());
 }

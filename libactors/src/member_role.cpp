@@ -6,6 +6,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "stoker/batch_channel.hpp"
 #include "stoker/cluster.hpp"
 #include "stoker/errors.hpp"
 
@@ -38,13 +39,20 @@ caf::expected<registry_actor> connect_to_head(caf::actor_system& sys,
 
 namespace {
 
+// What a node runs locally until the head says `shutdown`.
+struct local_part {
+  std::vector<caf::actor> actors;
+  std::unique_ptr<batch_listener> stream; // trainer nodes: the batch stream
+};
+
 // A worker node: connects straight to every trainer (so batches do not pass
 // through the head), then runs its worker actors.
-caf::expected<std::vector<caf::actor>>
+caf::expected<local_part>
 start_workers(caf::actor_system& sys, caf::scoped_actor& self,
               const run_config& cfg, const welcome& w,
               const registry_actor& registry) {
-  std::vector<caf::actor> local;
+  local_part local;
+  std::vector<batch_route> routes;
   for (auto& t : w.trainers) {
     auto direct = sys.middleman().remote_actor<trainer_actor>(t.host, t.port);
     if (!direct)
@@ -52,22 +60,25 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
                         "cannot reach trainer '" + t.node + "' at " + t.host
                           + ":" + std::to_string(t.port) + ": "
                           + sys.render(direct.error()));
+    if (t.data_port != 0)
+      routes.push_back(batch_route{*direct, t.host, t.data_port});
   }
   std::vector<worker_actor> workers;
   for (uint32_t i = 0; i < cfg.workers; ++i) {
     workers.push_back(spawn_worker(sys,
                                    cfg.node_name + "/" + std::to_string(i),
                                    w.config.synthetic, w.config.blur,
-                                   w.config.transport, w.router));
-    local.push_back(caf::actor_cast<caf::actor>(workers.back()));
+                                   w.config.transport, w.router, routes));
+    local.actors.push_back(caf::actor_cast<caf::actor>(workers.back()));
   }
   self->send(registry, join_atom::value, cfg.node_name, std::move(workers));
   return local;
 }
 
 // A trainer node: trains what the head's pipeline makes, on its own device,
-// and listens where worker nodes can reach it.
-caf::expected<std::vector<caf::actor>>
+// and listens where worker nodes can reach it: the trainer actor through
+// CAF, its batch stream beside it.
+caf::expected<local_part>
 start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
               const run_config& cfg, const welcome& w,
               const registry_actor& registry) {
@@ -81,19 +92,40 @@ start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
   tcfg.trainer = w.config.trainer;
   tcfg.trainer.device = device;
   tcfg.trainer.threads = threads;
-  auto trainer = spawn_trainer(sys, tcfg, w.router);
+  auto pool = std::make_shared<buffer_pool>(tcfg.trainer.prefetch + 4);
+  auto trainer = spawn_trainer(sys, tcfg, w.router, pool);
   if (!trainer)
     return std::move(trainer.error());
-  auto port = sys.middleman().publish(*trainer, 0, cfg.cluster.bind.c_str());
-  if (!port) {
+  local_part local;
+  local.actors.push_back(caf::actor_cast<caf::actor>(*trainer));
+  auto fail = [&](const std::string& what, const std::string& why) {
     self->send_exit(*trainer, caf::exit_reason::user_shutdown);
-    return make_error(errc::run_failure,
-                      "trainer: cannot listen on " + cfg.cluster.bind + ": "
-                        + sys.render(port.error()));
+    return make_error(errc::run_failure, "trainer: cannot listen " + what
+                                           + " on " + cfg.cluster.bind + ": "
+                                           + why);
+  };
+  auto port = sys.middleman().publish(*trainer, 0, cfg.cluster.bind.c_str());
+  if (!port)
+    return fail("for actors", sys.render(port.error()));
+  trainer_endpoint where{cfg.node_name, cfg.cluster.bind, *port, 0};
+  if (w.config.batch_stream) {
+    auto& s = w.config.synthetic;
+    // The largest frame a worker may send: a full batch of float32.
+    uint64_t max_bytes = uint64_t{w.config.source.batch_size} * s.height
+                         * s.width * s.channels * sizeof(float);
+    auto stream = batch_listener::start(
+      cfg.cluster.bind, 0, max_bytes, pool,
+      [t = *trainer](image_batch&& b) { caf::anon_send(t, std::move(b)); },
+      [](const std::string& what) {
+        std::cerr << "stoker-node: " << what << std::endl;
+      });
+    if (!stream)
+      return fail("for batch streams", describe(stream.error()));
+    local.stream = std::move(*stream);
+    where.data_port = local.stream->port();
   }
-  self->send(registry, join_atom::value, cfg.node_name, *trainer,
-             trainer_endpoint{cfg.node_name, cfg.cluster.bind, *port});
-  return std::vector<caf::actor>{caf::actor_cast<caf::actor>(*trainer)};
+  self->send(registry, join_atom::value, cfg.node_name, *trainer, where);
+  return local;
 }
 
 } // namespace
@@ -131,7 +163,11 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg) {
     return 1;
   }
   std::cout << cfg.role << " '" << cfg.node_name << "' joined; "
-            << local->size() << " actor(s) running" << std::endl;
+            << local->actors.size() << " actor(s) running";
+  if (local->stream)
+    std::cout << "; batch stream on " << cfg.cluster.bind << ":"
+              << local->stream->port();
+  std::cout << std::endl;
   int code = 0;
   for (bool running = true; running;)
     self->receive(
@@ -151,11 +187,11 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg) {
       });
   // Stop the local actors and wait until they are gone, so the actor
   // system's shutdown has nothing left to wait for.
-  for (auto& a : *local) {
+  for (auto& a : local->actors) {
     self->monitor(a);
     self->send_exit(a, caf::exit_reason::user_shutdown);
   }
-  size_t alive = local->size();
+  size_t alive = local->actors.size();
   bool waiting = true;
   self->receive_while([&] { return waiting && alive > 0; })(
     [&](caf::down_msg&) { --alive; },
@@ -164,6 +200,9 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg) {
   if (alive > 0)
     std::cerr << "stoker-node: " << alive
               << " local actor(s) did not stop within 5 s" << std::endl;
+  if (local->stream)
+    std::cout << "batch stream: " << local->stream->frames()
+              << " batch(es) received" << std::endl;
   std::cout << cfg.role << " '" << cfg.node_name << "' exits" << std::endl;
   bound_shutdown(code, std::chrono::seconds(5));
   return code;

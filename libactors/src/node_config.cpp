@@ -138,7 +138,9 @@ node_config::node_config() {
     .add<int64_t>("count", "CPU workers; 0 = one per core (default 0)");
   opt_group{custom_options_, "transport"}
     .add<string>("dtype", "images between worker and trainer: float32 "
-                          "(default), float16 or bfloat16");
+                          "(default), float16 or bfloat16")
+    .add<bool>("batch-stream", "batches between nodes on a direct TCP "
+                               "stream, not as CAF messages (default true)");
   opt_group{custom_options_, "trainer"}
     .add<string>("device", "auto (default), cuda, cpu or sim")
     .add<int64_t>("sim-step-ms", "simulated step time (default 50)")

@@ -283,6 +283,7 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   r.unsigned_int("worker.count", cfg.workers, 0, 4096);
   r.choice("transport.dtype", cfg.transport, parse_dtype,
            "\"float32\", \"float16\" or \"bfloat16\"");
+  r.boolean("transport.batch-stream", cfg.batch_stream);
   if (cfg.workers == 0)
     cfg.workers = std::max(1u, std::thread::hardware_concurrency());
   // -- trainer and model

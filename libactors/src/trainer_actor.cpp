@@ -27,6 +27,7 @@ uint64_t ns_between(clock_type::time_point a, clock_type::time_point b) {
 
 struct trainer_state {
   std::shared_ptr<step_engine> engine;
+  std::shared_ptr<buffer_pool> pool; // where batch buffers go back, if set
   std::optional<delivery_ledger> ledger;
   batch_expectation expect;
   trainer_stats stats;
@@ -64,9 +65,11 @@ void log_progress(trainer_ptr self) {
 
 trainer_actor::behavior_type
 trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
-           run_config cfg, router_actor router) {
+           run_config cfg, router_actor router,
+           std::shared_ptr<buffer_pool> pool) {
   auto& st = self->state;
   st.engine = std::move(engine);
+  st.pool = std::move(pool);
   st.ledger.emplace(cfg.source.dataset_size, cfg.source.epochs);
   st.expect = batch_expectation{cfg.synthetic.height,
                                 cfg.synthetic.width,
@@ -84,6 +87,10 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   return {
     [=](image_batch& batch) {
       auto& s = self->state;
+      auto recycle = [&] {
+        if (s.pool)
+          s.pool->release(std::move(batch.data));
+      };
       auto start = clock_type::now();
       auto waited = ns_between(s.idle_since, start);
       s.stats.wait_ns += waited;
@@ -95,11 +102,13 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
           s.stats.first_error = describe(err);
         caf::aout(self) << "trainer: rejected " << describe(err) << std::endl;
         self->send(router, ack_atom::value, batch.batch_id);
+        recycle();
         s.idle_since = clock_type::now();
         return;
       }
       decode_batch(batch); // to float32, if it travelled as 16-bit
       auto result = s.engine->step(batch);
+      recycle();
       auto end = clock_type::now();
       if (!result) {
         self->quit(result.error());
@@ -130,15 +139,15 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
 
 } // namespace
 
-caf::expected<trainer_actor> spawn_trainer(caf::actor_system& sys,
-                                           const run_config& cfg,
-                                           router_actor router) {
+caf::expected<trainer_actor>
+spawn_trainer(caf::actor_system& sys, const run_config& cfg,
+              router_actor router, std::shared_ptr<buffer_pool> pool) {
   auto engine = make_step_engine(cfg.trainer);
   if (!engine)
     return std::move(engine.error());
   std::shared_ptr<step_engine> shared = std::move(*engine);
   return sys.spawn<caf::detached>(trainer_fn, std::move(shared), cfg,
-                                  std::move(router));
+                                  std::move(router), std::move(pool));
 }
 
 } // namespace stoker

@@ -1,10 +1,12 @@
 #include <chrono>
+#include <optional>
 
 #include <caf/actor_ostream.hpp>
 #include <caf/stateful_actor.hpp>
 #include <opencv2/core.hpp>
 
 #include "stoker/actors.hpp"
+#include "stoker/batch_channel.hpp"
 #include "stoker/batch_check.hpp"
 #include "stoker/batch_codec.hpp"
 #include "stoker/blur.hpp"
@@ -20,8 +22,45 @@ using clock_type = std::chrono::steady_clock;
 struct worker_state {
   worker_stats stats;
   clock_type::time_point started = clock_type::now();
+  std::vector<batch_route> routes;
+  std::vector<std::optional<batch_sender>> senders; // one per route
   static constexpr const char* name = "stoker.worker";
 };
+
+using worker_ptr = worker_actor::stateful_pointer<worker_state>;
+
+// Sends `batch` on the trainer's batch stream if it has one, else (or if
+// the stream fails) as a CAF message.
+void deliver(worker_ptr self, image_batch&& batch,
+             const trainer_actor& trainer) {
+  auto& st = self->state;
+  for (size_t i = 0; i < st.routes.size(); ++i) {
+    auto& route = st.routes[i];
+    if (route.port == 0 || route.trainer.address() != trainer.address())
+      continue;
+    auto& sender = st.senders[i];
+    if (!sender) {
+      auto opened = batch_sender::connect(route.host, route.port);
+      if (!opened) {
+        caf::aout(self) << "worker '" << st.stats.name << "': "
+                        << describe(opened.error())
+                        << "; sending batches as CAF messages" << std::endl;
+        route.port = 0;
+        break;
+      }
+      sender.emplace(std::move(*opened));
+    }
+    auto err = sender->send(batch);
+    if (!err)
+      return;
+    caf::aout(self) << "worker '" << st.stats.name << "': " << describe(err)
+                    << "; sending batches as CAF messages" << std::endl;
+    sender.reset();
+    route.port = 0;
+    break;
+  }
+  self->send(trainer, std::move(batch));
+}
 
 uint64_t ns_since(clock_type::time_point t0) {
   return static_cast<uint64_t>(
@@ -31,10 +70,12 @@ uint64_t ns_since(clock_type::time_point t0) {
 }
 
 worker_actor::behavior_type
-worker_fn(worker_actor::stateful_pointer<worker_state> self, std::string name,
-          synthetic_spec data, blur_params blur, dtype wire,
-          router_actor router) {
+worker_fn(worker_ptr self, std::string name, synthetic_spec data,
+          blur_params blur, dtype wire, router_actor router,
+          std::vector<batch_route> routes) {
   self->state.stats.name = std::move(name);
+  self->state.senders.resize(routes.size());
+  self->state.routes = std::move(routes);
   return {
     [=](const work_item& item, const trainer_actor& trainer) {
       auto& st = self->state;
@@ -62,7 +103,7 @@ worker_fn(worker_actor::stateful_pointer<worker_state> self, std::string name,
       ++st.stats.batches;
       st.stats.samples += report.samples;
       st.stats.busy_ns += report.busy_ns;
-      self->send(trainer, std::move(batch));
+      deliver(self, std::move(batch), trainer);
       self->send(router, done_atom::value, caf::actor_cast<worker_actor>(self), report);
     },
     [=](stats_atom) {
@@ -77,13 +118,14 @@ worker_fn(worker_actor::stateful_pointer<worker_state> self, std::string name,
 
 worker_actor spawn_worker(caf::actor_system& sys, std::string name,
                           const synthetic_spec& data, const blur_params& blur,
-                          dtype wire, router_actor router) {
+                          dtype wire, router_actor router,
+                          std::vector<batch_route> routes) {
   // One OpenCV thread per worker (a process-wide setting): on a 224x224
   // image OpenCV's own threads only add contention; parallelism comes from
   // running one worker per core.
   cv::setNumThreads(1);
   return sys.spawn<caf::detached>(worker_fn, std::move(name), data, blur,
-                                  wire, std::move(router));
+                                  wire, std::move(router), std::move(routes));
 }
 
 } // namespace stoker

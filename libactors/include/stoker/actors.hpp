@@ -9,6 +9,7 @@
 #include <caf/typed_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "stoker/buffer_pool.hpp"
 #include "stoker/messages.hpp"
 #include "stoker/run_config.hpp"
 
@@ -21,7 +22,9 @@ namespace stoker {
 //
 //   router --next--> source           (router pulls work items)
 //   router --work_item--> worker      (a lease)
-//   worker --image_batch--> trainer   (batches never pass the router)
+//   worker --image_batch--> trainer   (batches never pass the router; between
+//                                      nodes on a batch stream, see
+//                                      batch_channel.hpp)
 //   worker --done, report--> router   (rate and queue estimates)
 //   trainer --credit, n--> router     (how many batches it may buffer)
 //   trainer --ack, batch id--> router (consumed: the lease ends)
@@ -79,16 +82,29 @@ router_actor spawn_router(caf::actor_system& sys, source_actor source,
                           routing_policy policy, uint32_t window,
                           uint64_t expected_samples);
 
+/// Where a trainer on another node takes batches on a direct stream
+/// (its batch_listener), so a worker need not send them as CAF messages.
+struct batch_route {
+  trainer_actor trainer;
+  std::string host;
+  uint16_t port = 0;
+};
+
 /// Spawns a detached worker named `name` that reports to `router` and sends
-/// batches as `wire` (see transport.dtype).
+/// batches as `wire` (see transport.dtype). A batch for a trainer in
+/// `routes` goes on that trainer's batch stream (one connection per worker,
+/// opened on first use); any other trainer gets it as a CAF message.
 worker_actor spawn_worker(caf::actor_system& sys, std::string name,
                           const synthetic_spec& data, const blur_params& blur,
-                          dtype wire, router_actor router);
+                          dtype wire, router_actor router,
+                          std::vector<batch_route> routes = {});
 
 /// Spawns a detached trainer; returns an error if its device cannot be
-/// set up (e.g. `cuda` without a GPU).
-caf::expected<trainer_actor> spawn_trainer(caf::actor_system& sys,
-                                           const run_config& cfg,
-                                           router_actor router);
+/// set up (e.g. `cuda` without a GPU). With a `pool`, each batch's buffer
+/// goes back to it after the step (the batch_listener that filled it
+/// takes it from there).
+caf::expected<trainer_actor>
+spawn_trainer(caf::actor_system& sys, const run_config& cfg,
+              router_actor router, std::shared_ptr<buffer_pool> pool = nullptr);
 
 } // namespace stoker

@@ -20,7 +20,8 @@ namespace stoker {
 struct trainer_endpoint {
   std::string node;
   std::string host;
-  uint16_t port = 0;
+  uint16_t port = 0;      ///< the trainer actor, published through CAF
+  uint16_t data_port = 0; ///< its batch stream; 0 = batches as CAF messages
 };
 
 /// What a node says when it joins.
@@ -51,7 +52,8 @@ struct roster {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_endpoint& x) {
-  return f(caf::meta::type_name("trainer_endpoint"), x.node, x.host, x.port);
+  return f(caf::meta::type_name("trainer_endpoint"), x.node, x.host, x.port,
+           x.data_port);
 }
 
 template <class Inspector>

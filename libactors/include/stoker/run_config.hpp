@@ -97,6 +97,9 @@ struct run_config {
   uint32_t window = 8; ///< batches leased but not yet acknowledged, at most
   uint32_t workers = 0; ///< CPU workers; 0 = one per core
   dtype transport = dtype::float32; ///< image dtype between worker and trainer
+  /// Batches between nodes on a direct TCP stream (batch_channel.hpp);
+  /// false: as CAF messages through the middleman (slower, one port less).
+  bool batch_stream = true;
   trainer_spec trainer;
 };
 
@@ -119,7 +122,7 @@ typename Inspector::result_type inspect(Inspector& f, trainer_spec& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_config& x) {
   return f(caf::meta::type_name("run_config"), x.synthetic, x.source, x.blur,
-           x.policy, x.window, x.transport, x.trainer);
+           x.policy, x.window, x.transport, x.batch_stream, x.trainer);
 }
 
 /// Parses "HOST:PORT" (PORT 1..65535); nothing if it does not parse.
