@@ -257,6 +257,53 @@ BOOST_AUTO_TEST_CASE(batches_travel_as_caf_messages_with_the_stream_off) {
   std::remove(port_file.c_str());
 }
 
+BOOST_AUTO_TEST_CASE(least_loaded_gives_a_fast_worker_over_twice_a_slow_ones) {
+  auto port_file = tmp_path("hetero.port");
+  auto report = tmp_path("hetero.json");
+  std::remove(port_file.c_str());
+  // Workers, not the trainer, are the bottleneck: 96x96 images, a 1 ms step.
+  const std::vector<std::string> shape = {"--pipeline.height=96",
+                                          "--pipeline.width=96",
+                                          "--trainer.device=sim",
+                                          "--trainer.sim-step-ms=1"};
+  auto with_shape = [&](std::vector<std::string> args) {
+    args.insert(args.end(), shape.begin(), shape.end());
+    return args;
+  };
+  auto head = start_node(
+    with_shape({"--role=head", "--cluster.port=0",
+                "--cluster.port-file=" + port_file,
+                "--cluster.nodes=[\"t-0:trainer\", \"fast:worker:1\", "
+                "\"slow:worker:1\"]",
+                "--pipeline.dataset-size=1600", "--pipeline.batch-size=16",
+                "--router.policy=least-loaded", "--report=" + report}),
+    tmp_path("hetero-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  auto trainer = start_node(with_shape({"--role=trainer", "--node.name=t-0",
+                                        at}),
+                            tmp_path("hetero-t0.log"));
+  auto fast = start_node({"--role=worker", "--node.name=fast",
+                          "--worker.count=1", at},
+                         tmp_path("hetero-fast.log"));
+  auto slow = start_node({"--role=worker", "--node.name=slow",
+                          "--worker.count=1", "--worker.slowdown=3", at},
+                         tmp_path("hetero-slow.log"));
+  BOOST_TEST(wait_exit(head, 120s) == 0);
+  for (auto* c : {&trainer, &fast, &slow})
+    BOOST_TEST(wait_exit(*c, 20s) == 0);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos, json);
+  auto batches = batches_by_worker(json);
+  BOOST_TEST(batches["fast/0"] + batches["slow/0"] == 100);
+  BOOST_TEST(batches["fast/0"] > 2 * batches["slow/0"],
+             "fast " << batches["fast/0"] << ", slow " << batches["slow/0"]);
+  BOOST_TEST(batches["slow/0"] > 0);
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+}
+
 BOOST_AUTO_TEST_CASE(a_node_without_a_head_fails_clearly_within_the_timeout) {
   auto port = std::to_string(free_port());
   auto t0 = std::chrono::steady_clock::now();

@@ -64,8 +64,8 @@ BOOST_AUTO_TEST_CASE(command_line_overrides_the_file) {
                   "[router]\npolicy=\"least-loaded\"\nwindow=3\n");
   BOOST_REQUIRE(res);
   auto& cfg = **res;
-  BOOST_TEST((cfg.policy == routing_policy::round_robin));
-  BOOST_TEST(cfg.window == 3u);
+  BOOST_TEST((cfg.router.policy == routing_policy::round_robin));
+  BOOST_TEST(cfg.router.window == 3u);
   BOOST_TEST(cfg.source.batch_size == 7u);
   BOOST_TEST((cfg.trainer.device == device_kind::sim));
 }

@@ -1,5 +1,7 @@
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
+
 #include "stoker/routing.hpp"
 
 using namespace stoker;
@@ -21,7 +23,14 @@ BOOST_AUTO_TEST_CASE(parses_policy_names_and_rejects_others) {
               == routing_policy::least_loaded));
   BOOST_TEST((parse_routing_policy("round-robin")
               == routing_policy::round_robin));
+  BOOST_TEST((parse_routing_policy("local-only")
+              == routing_policy::local_only));
+  BOOST_TEST((parse_routing_policy("power-of-two")
+              == routing_policy::power_of_two));
   BOOST_TEST(!parse_routing_policy("random").has_value());
+  for (auto p : {routing_policy::least_loaded, routing_policy::round_robin,
+                 routing_policy::local_only, routing_policy::power_of_two})
+    BOOST_TEST((parse_routing_policy(to_string(p)) == p));
   BOOST_TEST(to_string(routing_policy::least_loaded) == "least-loaded");
 }
 
@@ -109,6 +118,123 @@ BOOST_AUTO_TEST_CASE(round_robin_cycles_through_workers_whatever_the_load) {
   for (int i = 0; i < 7; ++i)
     picks.push_back(*t.pick(64));
   BOOST_TEST(picks == (std::vector<size_t>{0, 1, 2, 0, 1, 2, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(ties_go_to_a_worker_on_the_trainers_node_first) {
+  routing_table t{routing_policy::least_loaded};
+  auto remote = t.add_worker("cpu/0", "cpu");
+  auto local = t.add_worker("gpu/0", "gpu");
+  t.set_trainer_node("gpu");
+  BOOST_TEST(t.workers()[local].local);
+  BOOST_TEST(!t.workers()[remote].local);
+  report_rate(t, remote, 100.0);
+  report_rate(t, local, 100.0);
+  // Equal delays, equal work so far: locality decides.
+  BOOST_TEST(*t.pick(64) == local);
+}
+
+BOOST_AUTO_TEST_CASE(local_only_never_leaves_the_trainers_node) {
+  routing_table t{routing_policy::local_only};
+  auto remote = t.add_worker("cpu/0", "cpu");
+  BOOST_TEST(!t.pick(64).has_value()); // no trainer node known: nobody
+  t.set_trainer_node("gpu");
+  BOOST_TEST(!t.pick(64).has_value()); // the only worker is remote
+  auto local = t.add_worker("gpu/0", "gpu");
+  report_rate(t, remote, 1000.0);
+  report_rate(t, local, 10.0);
+  for (int i = 0; i < 5; ++i) {
+    auto w = t.pick(64);
+    BOOST_REQUIRE(w.has_value());
+    BOOST_TEST(*w == local); // however loaded, however slow
+    t.on_lease(*w, 64);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_with_a_full_queue_loses_to_an_idle_slower_one) {
+  routing_table t{routing_policy::least_loaded};
+  auto fast = t.add_worker("fast");
+  auto slow = t.add_worker("slow");
+  report_rate(t, fast, 400.0);
+  report_rate(t, slow, 100.0);
+  // Its mailbox holds 8 items: (8 * 64 + 64) / 400 = 1.44 s > 0.64 s.
+  t.on_lease(fast, 64);
+  t.on_done(fast, 64, static_cast<uint64_t>(0.16e9), 8);
+  BOOST_TEST(*t.pick(64) == slow);
+}
+
+BOOST_AUTO_TEST_CASE(a_zero_rate_report_does_not_divide_by_zero) {
+  routing_table t{routing_policy::least_loaded};
+  auto a = t.add_worker("a");
+  auto b = t.add_worker("b");
+  t.on_lease(a, 64);
+  t.on_done(a, 64, 0, 0); // no busy time measured: no rate from it
+  report_rate(t, b, 100.0);
+  BOOST_TEST(std::isfinite(t.expected_delay(a, 64)));
+  BOOST_TEST(t.pick(64).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_worker_counts_as_slower_the_longer_it_is_stale) {
+  constexpr uint64_t ms = 1'000'000;
+  routing_table t{routing_policy::least_loaded, 300 * ms};
+  auto quiet = t.add_worker("quiet", "", 0);
+  auto chatty = t.add_worker("chatty", "", 0);
+  for (auto w : {quiet, chatty}) {
+    t.on_lease(w, 64);
+    t.on_done(w, 64, 640 * ms, 0, 1000 * ms); // 100 samples/s
+  }
+  // Within the allowance (300 ms, nothing in flight), silence costs
+  // nothing.
+  t.on_report(chatty, 0, 1200 * ms);
+  BOOST_TEST(t.overdue_ns(quiet, 1200 * ms) == 0u);
+  BOOST_TEST(t.expected_delay(quiet, 64, 1200 * ms)
+             == t.expected_delay(chatty, 64, 1200 * ms));
+  // 600 ms overdue: its delay triples and the other worker gets the item.
+  t.on_report(chatty, 0, 1900 * ms);
+  BOOST_TEST(t.overdue_ns(quiet, 1900 * ms) == 600 * ms);
+  BOOST_TEST(t.expected_delay(quiet, 64, 1900 * ms)
+               == 3 * t.expected_delay(chatty, 64, 1900 * ms),
+             boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(*t.pick(64, 1900 * ms) == chatty);
+  // A worker busy with an item may be silent for that item's time too.
+  t.on_lease(chatty, 64); // 0.64 s of work at its rate
+  BOOST_TEST(t.overdue_ns(chatty, 1900 * ms + 900 * ms) == 0u);
+  BOOST_TEST(t.overdue_ns(chatty, 1900 * ms + 1000 * ms) == 60 * ms);
+}
+
+BOOST_AUTO_TEST_CASE(power_of_two_takes_the_better_of_two_distinct_workers) {
+  routing_table t{routing_policy::power_of_two, 300'000'000, 42};
+  for (int i = 0; i < 4; ++i)
+    report_rate(t, t.add_worker("w" + std::to_string(i)), 100.0);
+  // Worker 0 is swamped; with two distinct draws it can win only if both
+  // draws were it, which cannot happen.
+  for (int i = 0; i < 20; ++i)
+    t.on_lease(0, 64);
+  std::vector<int> picks(4);
+  for (int i = 0; i < 300; ++i) {
+    auto w = *t.pick(64);
+    ++picks[w];
+    t.on_lease(w, 64);
+    t.on_done(w, 64, 640'000'000, 0);
+  }
+  BOOST_TEST(picks[0] == 0);
+  for (int w = 1; w < 4; ++w)
+    BOOST_TEST(picks[w] > 50, "worker " << w << " got " << picks[w]);
+}
+
+BOOST_AUTO_TEST_CASE(every_policy_honours_an_excluded_worker) {
+  for (auto p : {routing_policy::least_loaded, routing_policy::round_robin,
+                 routing_policy::power_of_two}) {
+    routing_table t{p};
+    auto a = t.add_worker("a");
+    auto b = t.add_worker("b");
+    report_rate(t, a, 1000.0);
+    report_rate(t, b, 1.0);
+    for (int i = 0; i < 10; ++i)
+      BOOST_TEST(*t.pick(64, 0, a) == b, to_string(p));
+    routing_table lonely{p};
+    lonely.add_worker("only");
+    BOOST_TEST(!lonely.pick(64, 0, 0).has_value(), to_string(p));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(picks_nothing_without_workers) {

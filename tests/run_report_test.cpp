@@ -14,7 +14,16 @@ using namespace stoker;
 namespace {
 
 run_report example() {
-  router_summary router{"least-loaded", 4, 4, 256, 2'000'000'000};
+  router_summary router;
+  router.policy = "least-loaded";
+  router.batches_leased = 4;
+  router.batches_acked = 4;
+  router.samples_expected = 256;
+  router.wall_ns = 2'000'000'000;
+  router.window = 6;
+  router.window_max = 27;
+  router.window_changes = 1;
+  router.window_last_change = "widened 4 -> 6: trainer idle 5.0% > target 2.0%";
   trainer_stats trainer;
   trainer.device = "sim";
   trainer.simulated = true;
@@ -44,6 +53,8 @@ BOOST_AUTO_TEST_CASE(combines_router_trainer_and_worker_counts) {
   BOOST_TEST(r.workers[0].busy_fraction == 0.9);
   BOOST_TEST(r.batches_leased == 4u);
   BOOST_TEST(r.batches_acked == 4u);
+  BOOST_TEST(r.window == 6u);
+  BOOST_TEST(r.window_max == 27u);
   BOOST_TEST(!r.exactly_once());
 }
 
@@ -52,7 +63,9 @@ BOOST_AUTO_TEST_CASE(json_has_every_documented_key) {
   for (auto key : {"samples_delivered", "duplicates", "missing", "steps",
                    "wall_s", "throughput_sps", "accelerator_idle_fraction",
                    "trainer_device", "policy", "batches_leased",
-                   "batches_acked", "workers", "name", "batches",
+                   "batches_acked", "batches_hedged", "dropped_copies",
+                   "window", "window_max", "window_changes",
+                   "window_last_change", "workers", "name", "batches",
                    "busy_fraction"})
     BOOST_TEST(json.find("\"" + std::string{key} + "\":") != std::string::npos,
                key);

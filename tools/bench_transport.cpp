@@ -237,7 +237,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < reps; ++i) {
     auto w = *table.pick(64);
     table.on_lease(w, 64);
-    table.on_done(w, 64, 100'000'000, 0);
+    table.on_done(w, 64, 100'000'000, 0, 0);
   }
   double route_ms = seconds_since(t0) / reps * 1e3;
   constexpr int acks = 500;

@@ -64,8 +64,8 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
   print_banner(cfg);
   epoch_source plan{cfg.source};
   auto source = spawn_source(sys, cfg.source);
-  auto router = spawn_router(sys, source, cfg.policy, cfg.window,
-                             plan.total_samples());
+  auto router = spawn_router(sys, source, cfg.router, plan.total_samples(),
+                             batch_wire_bytes(cfg));
   auto registry = spawn_registry(sys, cfg, router);
   caf::scoped_actor self{sys};
   auto stop = [&] {

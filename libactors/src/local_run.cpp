@@ -15,8 +15,8 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
                                     const run_config& cfg) {
   epoch_source plan{cfg.source};
   auto source = spawn_source(sys, cfg.source);
-  auto router = spawn_router(sys, source, cfg.policy, cfg.window,
-                             plan.total_samples());
+  auto router = spawn_router(sys, source, cfg.router, plan.total_samples(),
+                             batch_wire_bytes(cfg));
   auto trainer = spawn_trainer(sys, cfg, router);
   caf::scoped_actor self{sys};
   auto stop = [&](auto&&... actors) {
@@ -28,10 +28,17 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
   }
   std::vector<worker_actor> workers;
   for (uint32_t i = 0; i < cfg.workers; ++i) {
-    auto name = "worker-" + std::to_string(i);
-    workers.push_back(
-      spawn_worker(sys, name, cfg.synthetic, cfg.blur, cfg.transport, router));
-    self->send(router, join_atom::value, workers.back(), name);
+    worker_setup setup;
+    setup.name = "worker-" + std::to_string(i);
+    setup.data = cfg.synthetic;
+    setup.blur = cfg.blur;
+    setup.wire = cfg.transport;
+    setup.slowdown = cfg.slowdown;
+    setup.report_interval = cfg.router.report_interval;
+    auto name = setup.name;
+    workers.push_back(spawn_worker(sys, std::move(setup), router));
+    self->send(router, join_atom::value, workers.back(), name,
+               cfg.node_name);
   }
   caf::expected<run_report> result{caf::error{}};
   self->request(router, caf::infinite, run_atom::value)
@@ -77,7 +84,7 @@ void print_banner(const run_config& cfg) {
                                    : std::to_string(cfg.workers)
                                        + " CPU worker(s)")
             << ", router "
-            << to_string(cfg.policy) << " (window " << cfg.window
+            << to_string(cfg.router.policy) << " (window " << cfg.router.window
             << "), trainer device " << to_string(cfg.trainer.device);
   auto cuda = probe_cuda_devices();
   std::cout << "\n  CUDA runtime: " << cuda.count << " device(s)"

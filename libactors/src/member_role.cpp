@@ -65,10 +65,15 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
   }
   std::vector<worker_actor> workers;
   for (uint32_t i = 0; i < cfg.workers; ++i) {
-    workers.push_back(spawn_worker(sys,
-                                   cfg.node_name + "/" + std::to_string(i),
-                                   w.config.synthetic, w.config.blur,
-                                   w.config.transport, w.router, routes));
+    worker_setup setup;
+    setup.name = cfg.node_name + "/" + std::to_string(i);
+    setup.data = w.config.synthetic;
+    setup.blur = w.config.blur;
+    setup.wire = w.config.transport;
+    setup.slowdown = cfg.slowdown; // node-local, for benchmarks
+    setup.report_interval = w.config.router.report_interval;
+    setup.routes = routes;
+    workers.push_back(spawn_worker(sys, std::move(setup), w.router));
     local.actors.push_back(caf::actor_cast<caf::actor>(workers.back()));
   }
   self->send(registry, join_atom::value, cfg.node_name, std::move(workers));

@@ -132,10 +132,23 @@ node_config::node_config() {
     .add<double>("sigma-min", "smallest sigma drawn (default 0.1)")
     .add<double>("sigma-max", "largest sigma drawn (default 2.0)");
   opt_group{custom_options_, "router"}
-    .add<string>("policy", "least-loaded (default) or round-robin")
-    .add<int64_t>("window", "max batches in flight (default 8)");
+    .add<string>("policy", "least-loaded (default), round-robin, "
+                           "local-only or power-of-two")
+    .add<int64_t>("window", "batches in flight per trainer at the start; "
+                            "adapts from there (default 8)")
+    .add<int64_t>("max-inflight-bytes", "ceiling of the window, in bytes of "
+                                        "batches (default 1073741824)")
+    .add<double>("idle-target", "trainer idle fraction above which the "
+                                "window widens (default 0.02)")
+    .add<caf::timespan>("report-interval", "how often workers report "
+                                           "(default 100ms)")
+    .add<double>("hedge-factor", "re-lease a batch this many times older "
+                                 "than the median to a second worker; 0 = "
+                                 "off (default 0)");
   opt_group{custom_options_, "worker"}
-    .add<int64_t>("count", "CPU workers; 0 = one per core (default 0)");
+    .add<int64_t>("count", "CPU workers; 0 = one per core (default 0)")
+    .add<double>("slowdown", "FOR BENCHMARKS AND TESTS: do the transform "
+                             "work this many times (default 1)");
   opt_group{custom_options_, "transport"}
     .add<string>("dtype", "images between worker and trainer: float32 "
                           "(default), float16 or bfloat16")
@@ -145,7 +158,8 @@ node_config::node_config() {
     .add<string>("device", "auto (default), cuda, cpu or sim")
     .add<int64_t>("sim-step-ms", "simulated step time (default 50)")
     .add<int64_t>("log-every", "steps between progress lines (default 100)")
-    .add<int64_t>("prefetch", "batches the trainer buffers (default 4)")
+    .add<int64_t>("prefetch", "batches always in flight to the trainer: "
+                              "the window's floor (default 4)")
     .add<double>("lr", "SGD learning rate (default 0.001)")
     .add<double>("momentum", "SGD momentum (default 0.9)")
     .add<int64_t>("threads", "LibTorch threads; 0 = its default (default 0)");

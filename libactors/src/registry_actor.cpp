@@ -81,7 +81,7 @@ registry_actor::behavior_type registry_fn(registry_ptr self, run_config cfg,
       auto& s = self->state;
       for (size_t i = 0; i < workers.size(); ++i) {
         self->send(s.router, join_atom::value, workers[i],
-                   node + "/" + std::to_string(i));
+                   node + "/" + std::to_string(i), node);
         s.current.workers.push_back(workers[i]);
       }
       joined(self, node);

@@ -1,13 +1,15 @@
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <map>
-#include <unordered_set>
+#include <unordered_map>
 
 #include <caf/actor_ostream.hpp>
 #include <caf/stateful_actor.hpp>
 
 #include "stoker/actors.hpp"
 #include "stoker/errors.hpp"
+#include "stoker/inflight_window.hpp"
 #include "stoker/routing.hpp"
 
 namespace stoker {
@@ -16,27 +18,47 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+// One batch leased and not yet acknowledged.
+struct lease {
+  work_item item; // kept to lease it again (hedging)
+  size_t worker = 0;
+  uint64_t leased_ns = 0;
+  bool hedged = false;
+};
+
 struct router_state {
+  router_spec spec;
   routing_table table{routing_policy::least_loaded};
+  std::optional<inflight_window> window;
+  window_limits limits;
   source_actor source;
   std::vector<worker_actor> workers;
   std::map<caf::actor_addr, size_t> worker_index;
   trainer_actor trainer;
-  uint32_t credits = 0; // batches the trainer can still take
-  uint32_t window = 1;
   std::deque<work_item> pending; // pulled from the source, not yet leased
   bool fetching = false;
   bool source_done = false;
-  std::unordered_set<uint64_t> leases; // batch ids leased, not yet acked
+  std::unordered_map<uint64_t, lease> leases; // by batch id
+  std::deque<uint64_t> recent_ns; // lease-to-ack times of the last batches
   router_summary summary;
-  clock_type::time_point started = clock_type::now();
+  clock_type::time_point started = clock_type::now(); // the table's clock
+  clock_type::time_point run_started;
   caf::typed_response_promise<router_summary> run_promise;
   bool run_requested = false;
   caf::error failure;
   static constexpr const char* name = "stoker.router";
+
+  uint64_t now_ns() const {
+    return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now()
+                                                           - started)
+        .count());
+  }
 };
 
 using router_ptr = router_actor::stateful_pointer<router_state>;
+
+constexpr size_t hedge_history = 32; // batch times the median is taken over
 
 void maybe_finish(router_ptr self) {
   auto& st = self->state;
@@ -49,8 +71,14 @@ void maybe_finish(router_ptr self) {
   if (st.source_done && st.pending.empty() && st.leases.empty()) {
     st.summary.wall_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now()
-                                                           - st.started)
+                                                           - st.run_started)
         .count());
+    if (st.window) {
+      st.summary.window = st.window->size();
+      st.summary.window_max = st.window->max();
+      st.summary.window_changes = st.window->changes();
+      st.summary.window_last_change = st.window->last_change();
+    }
     st.run_promise.deliver(st.summary);
   }
 }
@@ -63,7 +91,8 @@ void fetch(router_ptr self) {
     return;
   st.fetching = true;
   // Pull a window's worth at a time: few messages, O(window) memory.
-  self->request(st.source, caf::infinite, next_atom::value, st.window)
+  self->request(st.source, caf::infinite, next_atom::value,
+                st.window ? st.window->size() : st.spec.window)
     .then(
       [=](std::vector<work_item>& items) {
         auto& s = self->state;
@@ -86,34 +115,73 @@ void dispatch(router_ptr self) {
   auto& st = self->state;
   // Nothing moves before `run`: workers that join first would otherwise get
   // the first leases before the others have joined.
-  if (!st.run_requested)
+  if (!st.run_requested || !st.trainer || !st.window)
     return;
-  while (st.credits > 0 && st.leases.size() < st.window
-         && !st.workers.empty() && st.trainer) {
+  while (st.leases.size() < st.window->size()) {
     if (st.pending.empty()) {
       fetch(self);
       return;
     }
+    auto samples = static_cast<uint32_t>(st.pending.front().sample_ids.size());
+    auto now = st.now_ns();
+    auto index = st.table.pick(samples, now);
+    if (!index)
+      return; // no worker qualifies yet (none joined; local-only: none local)
     auto item = std::move(st.pending.front());
     st.pending.pop_front();
-    auto samples = static_cast<uint32_t>(item.sample_ids.size());
-    auto index = *st.table.pick(samples);
-    st.table.on_lease(index, samples);
-    st.leases.insert(item.batch_id);
-    --st.credits;
+    st.table.on_lease(*index, samples);
     ++st.summary.batches_leased;
-    self->send(st.workers[index], std::move(item), st.trainer);
+    self->send(st.workers[*index], item, st.trainer);
+    st.leases.emplace(item.batch_id,
+                      lease{std::move(item), *index, now, false});
+  }
+}
+
+// Leases again, to another worker, every batch older than hedge-factor
+// times the median of recent batch times. The first copy to reach the
+// trainer is trained on; it drops the other by batch id.
+void hedge_stragglers(router_ptr self) {
+  auto& st = self->state;
+  if (st.spec.hedge_factor <= 0.0 || st.recent_ns.size() < 8
+      || st.workers.size() < 2)
+    return;
+  std::vector<uint64_t> sorted{st.recent_ns.begin(), st.recent_ns.end()};
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2,
+                   sorted.end());
+  auto limit = static_cast<uint64_t>(st.spec.hedge_factor
+                                     * static_cast<double>(
+                                       sorted[sorted.size() / 2]));
+  auto now = st.now_ns();
+  for (auto& [id, l] : st.leases) {
+    if (l.hedged || now - l.leased_ns <= limit)
+      continue;
+    auto samples = static_cast<uint32_t>(l.item.sample_ids.size());
+    auto other = st.table.pick(samples, now, l.worker);
+    if (!other)
+      continue;
+    l.hedged = true;
+    st.table.on_lease(*other, samples);
+    ++st.summary.batches_hedged;
+    self->send(st.workers[*other], l.item, st.trainer);
   }
 }
 
 router_actor::behavior_type router_fn(router_ptr self, source_actor source,
-                                      routing_policy policy, uint32_t window,
-                                      uint64_t expected_samples) {
+                                      router_spec spec,
+                                      uint64_t expected_samples,
+                                      uint64_t batch_bytes) {
   auto& st = self->state;
-  st.table = routing_table{policy};
+  st.spec = spec;
+  auto stale_after = std::chrono::duration_cast<std::chrono::nanoseconds>(
+    3 * spec.report_interval);
+  st.table = routing_table{spec.policy,
+                           static_cast<uint64_t>(stale_after.count()), 0};
+  st.limits.initial = spec.window;
+  st.limits.max_bytes = spec.max_inflight_bytes;
+  st.limits.batch_bytes = batch_bytes;
+  st.limits.idle_target = spec.idle_target;
   st.source = std::move(source);
-  st.window = window;
-  st.summary.policy = to_string(policy);
+  st.summary.policy = to_string(spec.policy);
   st.summary.samples_expected = expected_samples;
   // A worker or trainer that dies ends the run with its reason (re-leasing
   // to survivors is the fault-tolerance feature's job).
@@ -133,43 +201,72 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
     maybe_finish(self);
   });
   return {
-    [=](join_atom, worker_actor& worker, std::string& name) {
+    [=](join_atom, worker_actor& worker, std::string& name,
+        std::string& node) {
       auto& s = self->state;
       self->monitor(worker);
       s.worker_index.emplace(caf::actor_cast<caf::actor_addr>(worker),
-                             s.table.add_worker(std::move(name)));
+                             s.table.add_worker(std::move(name),
+                                                std::move(node), s.now_ns()));
       s.workers.push_back(std::move(worker));
       dispatch(self);
     },
-    [=](credit_atom, trainer_actor& trainer, uint32_t n) {
+    [=](credit_atom, trainer_actor& trainer, uint32_t prefetch,
+        std::string& node) {
       auto& s = self->state;
-      if (!s.trainer) {
-        s.trainer = std::move(trainer);
-        self->monitor(s.trainer);
-      }
-      s.credits += n;
+      if (s.trainer)
+        return; // one trainer per run (see docs/architecture.md)
+      s.trainer = std::move(trainer);
+      self->monitor(s.trainer);
+      s.table.set_trainer_node(node);
+      s.limits.min = prefetch;
+      s.window.emplace(s.limits);
       dispatch(self);
     },
-    [=](ack_atom, uint64_t batch_id) {
+    [=](ack_atom, uint64_t batch_id, uint64_t wait_ns, uint64_t step_ns) {
       auto& s = self->state;
-      if (s.leases.erase(batch_id) > 0)
-        ++s.summary.batches_acked;
-      ++s.credits; // consuming a batch frees one buffer slot
+      auto i = s.leases.find(batch_id);
+      if (i == s.leases.end())
+        return; // a late answer for a batch already acknowledged
+      s.recent_ns.push_back(s.now_ns() - i->second.leased_ns);
+      if (s.recent_ns.size() > hedge_history)
+        s.recent_ns.pop_front();
+      s.leases.erase(i);
+      ++s.summary.batches_acked;
+      uint64_t queued = 0;
+      for (auto& w : s.table.workers())
+        queued += w.outstanding_items;
+      if (s.window)
+        s.window->on_ack(wait_ns, step_ns, queued);
       dispatch(self);
       maybe_finish(self);
     },
     [=](done_atom, const worker_actor& worker, const worker_report& report) {
       auto& s = self->state;
       auto i = s.worker_index.find(caf::actor_cast<caf::actor_addr>(worker));
-      if (i != s.worker_index.end())
+      if (i == s.worker_index.end())
+        return;
+      if (report.samples > 0)
         s.table.on_done(i->second, report.samples, report.busy_ns,
-                        report.mailbox_depth);
+                        report.mailbox_depth, s.now_ns());
+      else
+        s.table.on_report(i->second, report.mailbox_depth, s.now_ns());
+      dispatch(self); // local-only may have been waiting for a worker
+    },
+    [=](tick_atom) {
+      auto& s = self->state;
+      if (!s.run_promise.pending())
+        return; // the run is over: stop ticking
+      hedge_stragglers(self);
+      dispatch(self);
+      self->delayed_send(self, s.spec.report_interval, tick_atom::value);
     },
     [=](run_atom) -> caf::result<router_summary> {
       auto& s = self->state;
-      s.started = clock_type::now();
+      s.run_started = clock_type::now();
       s.run_promise = self->template make_response_promise<router_summary>();
       s.run_requested = true;
+      self->delayed_send(self, s.spec.report_interval, tick_atom::value);
       dispatch(self);
       maybe_finish(self);
       return s.run_promise;
@@ -180,10 +277,10 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
 } // namespace
 
 router_actor spawn_router(caf::actor_system& sys, source_actor source,
-                          routing_policy policy, uint32_t window,
-                          uint64_t expected_samples) {
-  return sys.spawn(router_fn, std::move(source), policy, window,
-                   expected_samples);
+                          const router_spec& spec, uint64_t expected_samples,
+                          uint64_t batch_bytes) {
+  return sys.spawn(router_fn, std::move(source), spec, expected_samples,
+                   batch_bytes);
 }
 
 } // namespace stoker

@@ -10,6 +10,10 @@ std::optional<routing_policy> parse_routing_policy(std::string_view name) {
     return routing_policy::least_loaded;
   if (name == "round-robin")
     return routing_policy::round_robin;
+  if (name == "local-only")
+    return routing_policy::local_only;
+  if (name == "power-of-two")
+    return routing_policy::power_of_two;
   return std::nullopt;
 }
 
@@ -19,19 +23,37 @@ std::string to_string(routing_policy p) {
       return "least-loaded";
     case routing_policy::round_robin:
       return "round-robin";
+    case routing_policy::local_only:
+      return "local-only";
+    case routing_policy::power_of_two:
+      return "power-of-two";
   }
   return "unknown";
 }
 
-routing_table::routing_table(routing_policy policy) noexcept
-  : policy_(policy) {
+routing_table::routing_table(routing_policy policy, uint64_t stale_after_ns,
+                             uint64_t seed) noexcept
+  : policy_(policy),
+    stale_after_ns_(std::max<uint64_t>(stale_after_ns, 1)),
+    rng_state_(seed) {
   // nop
 }
 
-size_t routing_table::add_worker(std::string name) {
+size_t routing_table::add_worker(std::string name, std::string node,
+                                 uint64_t now_ns) {
   workers_.push_back(worker_load{});
-  workers_.back().name = std::move(name);
+  auto& w = workers_.back();
+  w.name = std::move(name);
+  w.node = std::move(node);
+  w.local = !trainer_node_.empty() && w.node == trainer_node_;
+  w.last_report_ns = now_ns;
   return workers_.size() - 1;
+}
+
+void routing_table::set_trainer_node(const std::string& node) {
+  trainer_node_ = node;
+  for (auto& w : workers_)
+    w.local = !node.empty() && w.node == node;
 }
 
 void routing_table::on_lease(size_t index, uint32_t samples) {
@@ -41,11 +63,12 @@ void routing_table::on_lease(size_t index, uint32_t samples) {
 }
 
 void routing_table::on_done(size_t index, uint32_t samples, uint64_t busy_ns,
-                            uint64_t mailbox_depth) {
+                            uint64_t mailbox_depth, uint64_t now_ns) {
   auto& w = workers_.at(index);
   w.outstanding_items -= std::min<uint64_t>(w.outstanding_items, 1);
   w.outstanding_samples -= std::min<uint64_t>(w.outstanding_samples, samples);
   w.mailbox_depth = mailbox_depth;
+  w.last_report_ns = std::max(w.last_report_ns, now_ns);
   ++w.items_done;
   if (busy_ns > 0 && samples > 0) {
     double rate = samples / (static_cast<double>(busy_ns) * 1e-9);
@@ -56,8 +79,15 @@ void routing_table::on_done(size_t index, uint32_t samples, uint64_t busy_ns,
   }
 }
 
+void routing_table::on_report(size_t index, uint64_t mailbox_depth,
+                              uint64_t now_ns) {
+  auto& w = workers_.at(index);
+  w.mailbox_depth = mailbox_depth;
+  w.last_report_ns = std::max(w.last_report_ns, now_ns);
+}
+
 double routing_table::assumed_rate(const worker_load& w) const {
-  if (w.has_rate)
+  if (w.has_rate && w.rate_sps > 0.0)
     return w.rate_sps;
   // Optimistic for newcomers, so a new worker gets work and gets measured.
   double best = 0.0;
@@ -67,7 +97,24 @@ double routing_table::assumed_rate(const worker_load& w) const {
   return best > 0.0 ? best : 1.0;
 }
 
-double routing_table::expected_delay(size_t index, uint32_t samples) const {
+uint64_t routing_table::overdue_ns(size_t index, uint64_t now_ns) const {
+  auto& w = workers_.at(index);
+  if (now_ns <= w.last_report_ns)
+    return 0;
+  // A worker reports between items, so a busy one may be silent for the
+  // length of an item on top of the report interval's allowance.
+  double per_item = w.outstanding_items > 0
+                      ? static_cast<double>(w.outstanding_samples)
+                          / static_cast<double>(w.outstanding_items)
+                      : 0.0;
+  auto allowance = stale_after_ns_
+                   + static_cast<uint64_t>(per_item / assumed_rate(w) * 1e9);
+  auto age = now_ns - w.last_report_ns;
+  return age > allowance ? age - allowance : 0;
+}
+
+double routing_table::expected_delay(size_t index, uint32_t samples,
+                                     uint64_t now_ns) const {
   auto& w = workers_.at(index);
   // The router's own count covers items still on the wire; the mailbox
   // depth covers what it cannot see. Take the larger, in samples.
@@ -77,34 +124,108 @@ double routing_table::expected_delay(size_t index, uint32_t samples) const {
                       : samples;
   double queued = std::max(static_cast<double>(w.outstanding_samples),
                            static_cast<double>(w.mailbox_depth) * per_item);
-  return (queued + samples) / assumed_rate(w);
+  double delay = (queued + samples) / assumed_rate(w);
+  // Silence counts against a worker, more the longer it lasts: a hung
+  // worker soon loses every comparison, a late report costs little.
+  auto overdue = static_cast<double>(overdue_ns(index, now_ns));
+  return delay * (1.0 + overdue / static_cast<double>(stale_after_ns_));
 }
 
-std::optional<size_t> routing_table::pick(uint32_t samples) {
-  if (workers_.empty())
-    return std::nullopt;
-  if (policy_ == routing_policy::round_robin) {
-    size_t i = next_rr_ % workers_.size();
-    next_rr_ = i + 1;
-    return i;
-  }
-  // Ties (common when the trainer, not the workers, is the bottleneck and
-  // every worker idles) go to the worker that has had the least work, so
-  // work spreads and a newcomer gets measured.
+bool routing_table::eligible(size_t index, size_t exclude) const {
+  if (index == exclude)
+    return false;
+  return policy_ != routing_policy::local_only || workers_[index].local;
+}
+
+bool routing_table::preferred_on_tie(size_t a, size_t b) const {
+  // Locality first (no network hop), then the worker with less work so
+  // far, so work spreads and a newcomer gets measured.
+  if (workers_[a].local != workers_[b].local)
+    return workers_[a].local;
   auto work_of = [&](size_t i) {
     return workers_[i].items_done + workers_[i].outstanding_items;
   };
-  size_t best = 0;
-  double best_delay = expected_delay(0, samples);
-  for (size_t i = 1; i < workers_.size(); ++i) {
-    double d = expected_delay(i, samples);
+  return work_of(a) < work_of(b);
+}
+
+std::optional<size_t> routing_table::least_delay(uint32_t samples,
+                                                 uint64_t now_ns,
+                                                 size_t exclude) const {
+  std::optional<size_t> best;
+  double best_delay = 0.0;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (!eligible(i, exclude))
+      continue;
+    double d = expected_delay(i, samples, now_ns);
+    if (!best) {
+      best = i;
+      best_delay = d;
+      continue;
+    }
     bool tie = std::abs(d - best_delay) <= 1e-9 * std::max(d, best_delay);
-    if ((!tie && d < best_delay) || (tie && work_of(i) < work_of(best))) {
+    if ((!tie && d < best_delay) || (tie && preferred_on_tie(i, *best))) {
       best = i;
       best_delay = d;
     }
   }
   return best;
+}
+
+uint64_t routing_table::next_random() noexcept {
+  // splitmix64: tiny, full period, good enough to pick two workers.
+  uint64_t z = (rng_state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::optional<size_t> routing_table::better_of_two(uint32_t samples,
+                                                   uint64_t now_ns,
+                                                   size_t exclude) {
+  size_t n = workers_.size();
+  size_t usable = n - (exclude < n ? 1 : 0);
+  if (usable == 0)
+    return std::nullopt;
+  // Draw among the indices without `exclude`, two distinct ones.
+  auto draw = [&](size_t count) {
+    size_t k = next_random() % count;
+    return exclude < n && k >= exclude ? k + 1 : k;
+  };
+  size_t a = draw(usable);
+  if (usable == 1)
+    return a;
+  // Redraw until distinct: usable >= 2, so fewer than two redraws expected.
+  size_t b = a;
+  while (b == a)
+    b = draw(usable);
+  double da = expected_delay(a, samples, now_ns);
+  double db = expected_delay(b, samples, now_ns);
+  bool tie = std::abs(da - db) <= 1e-9 * std::max(da, db);
+  if (tie)
+    return preferred_on_tie(b, a) ? b : a;
+  return db < da ? b : a;
+}
+
+std::optional<size_t> routing_table::pick(uint32_t samples, uint64_t now_ns,
+                                          size_t exclude) {
+  if (workers_.empty())
+    return std::nullopt;
+  switch (policy_) {
+    case routing_policy::round_robin:
+      for (size_t tries = 0; tries < workers_.size(); ++tries) {
+        size_t i = next_rr_ % workers_.size();
+        next_rr_ = i + 1;
+        if (eligible(i, exclude))
+          return i;
+      }
+      return std::nullopt;
+    case routing_policy::power_of_two:
+      return better_of_two(samples, now_ns, exclude);
+    case routing_policy::least_loaded:
+    case routing_policy::local_only:
+      break;
+  }
+  return least_delay(samples, now_ns, exclude);
 }
 
 } // namespace stoker

@@ -117,8 +117,13 @@ public:
     auto v = find(key);
     if (v == nullptr)
       return;
-    auto x = caf::get_if<double>(v);
-    if (x == nullptr || !(*x >= min && *x <= max)) {
+    // `2` is an integer to CAF's parser; take it as a number too.
+    std::optional<double> x;
+    if (auto d = caf::get_if<double>(v))
+      x = *d;
+    else if (auto i = caf::get_if<int64_t>(v))
+      x = static_cast<double>(*i);
+    if (!x || !(*x >= min && *x <= max)) {
       fail(key, *v,
            "a number from " + std::to_string(min) + " to "
              + std::to_string(max));
@@ -207,6 +212,12 @@ private:
 
 } // namespace
 
+uint64_t batch_wire_bytes(const run_config& cfg) {
+  auto& s = cfg.synthetic;
+  return uint64_t{cfg.source.batch_size} * s.height * s.width * s.channels
+         * dtype_size(cfg.transport);
+}
+
 caf::expected<run_config> read_run_config(const caf::settings& content) {
   run_config cfg;
   reader r{content};
@@ -277,9 +288,21 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
            + ": expected at most pipeline.sigma-max ("
            + std::to_string(sigma_max) + ")");
   // -- router and workers
-  r.choice("router.policy", cfg.policy, parse_routing_policy,
-           "\"least-loaded\" or \"round-robin\"");
-  r.unsigned_int("router.window", cfg.window, 1, 100000);
+  auto& rs = cfg.router;
+  r.choice("router.policy", rs.policy, parse_routing_policy,
+           "\"least-loaded\", \"round-robin\", \"local-only\" or "
+           "\"power-of-two\"");
+  r.unsigned_int("router.window", rs.window, 1, 100000);
+  r.unsigned_int("router.max-inflight-bytes", rs.max_inflight_bytes, 1,
+                 std::numeric_limits<int64_t>::max());
+  r.real("router.idle-target", rs.idle_target, 0.0, 1.0);
+  r.duration("router.report-interval", rs.report_interval);
+  r.real("router.hedge-factor", rs.hedge_factor, 0.0, 1000.0);
+  if (rs.hedge_factor > 0.0 && rs.hedge_factor < 1.5)
+    r.fail("router.hedge-factor = " + std::to_string(rs.hedge_factor)
+           + ": expected 0 (off) or at least 1.5 (a batch that late is a "
+             "straggler; below that every batch would be sent twice)");
+  r.real("worker.slowdown", cfg.slowdown, 1.0, 1000.0);
   r.unsigned_int("worker.count", cfg.workers, 0, 4096);
   r.choice("transport.dtype", cfg.transport, parse_dtype,
            "\"float32\", \"float16\" or \"bfloat16\"");

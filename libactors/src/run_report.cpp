@@ -70,6 +70,12 @@ run_report make_report(const router_summary& router,
   r.policy = router.policy;
   r.batches_leased = router.batches_leased;
   r.batches_acked = router.batches_acked;
+  r.batches_hedged = router.batches_hedged;
+  r.dropped_copies = trainer.dropped_copies;
+  r.window = router.window;
+  r.window_max = router.window_max;
+  r.window_changes = router.window_changes;
+  r.window_last_change = router.window_last_change;
   r.rejected_batches = trainer.rejected_batches;
   r.first_error = trainer.first_error;
   for (auto& w : workers) {
@@ -99,6 +105,12 @@ std::string to_json(const run_report& r) {
       << "  \"policy\": " << quoted(r.policy) << ",\n"
       << "  \"batches_leased\": " << r.batches_leased << ",\n"
       << "  \"batches_acked\": " << r.batches_acked << ",\n"
+      << "  \"batches_hedged\": " << r.batches_hedged << ",\n"
+      << "  \"dropped_copies\": " << r.dropped_copies << ",\n"
+      << "  \"window\": " << r.window << ",\n"
+      << "  \"window_max\": " << r.window_max << ",\n"
+      << "  \"window_changes\": " << r.window_changes << ",\n"
+      << "  \"window_last_change\": " << quoted(r.window_last_change) << ",\n"
       << "  \"rejected_batches\": " << r.rejected_batches << ",\n"
       << "  \"first_error\": " << quoted(r.first_error) << ",\n"
       << "  \"workers\": [";

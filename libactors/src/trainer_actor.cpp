@@ -3,6 +3,7 @@
 #include <iomanip>
 #include <optional>
 #include <sstream>
+#include <unordered_set>
 
 #include <caf/actor_ostream.hpp>
 #include <caf/stateful_actor.hpp>
@@ -31,6 +32,8 @@ struct trainer_state {
   std::optional<delivery_ledger> ledger;
   batch_expectation expect;
   trainer_stats stats;
+  // Batch ids trained on: a hedged lease can bring a batch twice.
+  std::unordered_set<uint64_t> consumed;
   uint32_t log_every = 100;
   // Since when the accelerator has had nothing to do.
   clock_type::time_point idle_since = clock_type::now();
@@ -83,7 +86,8 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   st.stats.simulated = st.engine->simulated();
   st.log_every = cfg.trainer.log_every;
   self->send(router, credit_atom::value,
-             caf::actor_cast<trainer_actor>(self), cfg.trainer.prefetch);
+             caf::actor_cast<trainer_actor>(self), cfg.trainer.prefetch,
+             cfg.node_name);
   return {
     [=](image_batch& batch) {
       auto& s = self->state;
@@ -91,6 +95,12 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
         if (s.pool)
           s.pool->release(std::move(batch.data));
       };
+      if (s.consumed.count(batch.batch_id) > 0) {
+        // The slower copy of a hedged batch: the faster one was trained on.
+        ++s.stats.dropped_copies;
+        recycle();
+        return;
+      }
       auto start = clock_type::now();
       auto waited = ns_between(s.idle_since, start);
       s.stats.wait_ns += waited;
@@ -101,7 +111,8 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
         if (s.stats.first_error.empty())
           s.stats.first_error = describe(err);
         caf::aout(self) << "trainer: rejected " << describe(err) << std::endl;
-        self->send(router, ack_atom::value, batch.batch_id);
+        self->send(router, ack_atom::value, batch.batch_id, waited,
+                   uint64_t{0});
         recycle();
         s.idle_since = clock_type::now();
         return;
@@ -114,6 +125,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
         self->quit(result.error());
         return;
       }
+      s.consumed.insert(batch.batch_id);
       for (auto id : batch.sample_ids)
         s.ledger->record(batch.epoch, id);
       s.stats.steps += 1;
@@ -122,7 +134,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
       s.stats.step_ns += step_ns;
       s.window_step_ns += step_ns;
       s.idle_since = end;
-      self->send(router, ack_atom::value, batch.batch_id);
+      self->send(router, ack_atom::value, batch.batch_id, waited, step_ns);
       if (s.stats.steps % s.log_every == 0)
         log_progress(self);
     },

@@ -69,22 +69,54 @@ uint64_t ns_since(clock_type::time_point t0) {
       .count());
 }
 
-worker_actor::behavior_type
-worker_fn(worker_ptr self, std::string name, synthetic_spec data,
-          blur_params blur, dtype wire, router_actor router,
-          std::vector<batch_route> routes) {
-  self->state.stats.name = std::move(name);
-  self->state.senders.resize(routes.size());
-  self->state.routes = std::move(routes);
+// worker.slowdown: the blur stage's work done `extra` more times on
+// copies (whole batches, then a share of the images for the fraction); the
+// batch itself is blurred once, so its contents do not change.
+void waste_blur_work(const blur_params& blur, const image_batch& unblurred,
+                     double extra) {
+  for (; extra >= 1.0; extra -= 1.0) {
+    auto copy = unblurred;
+    apply_blur_stage(blur, copy);
+  }
+  auto images = static_cast<size_t>(
+    extra * static_cast<double>(unblurred.size()) + 0.5);
+  if (images == 0)
+    return;
+  auto part = unblurred;
+  part.sample_ids.resize(images);
+  part.labels.resize(images);
+  part.data.resize(images * part.image_bytes());
+  apply_blur_stage(blur, part);
+}
+
+worker_report make_report(worker_ptr self) {
+  auto& st = self->state;
+  worker_report report;
+  report.mailbox_depth = self->mailbox().size();
+  report.processed = st.stats.batches;
+  report.busy_total_ns = st.stats.busy_ns;
+  return report;
+}
+
+worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
+                                      router_actor router) {
+  self->state.stats.name = setup.name;
+  self->state.senders.resize(setup.routes.size());
+  self->state.routes = std::move(setup.routes);
+  auto interval = setup.report_interval;
+  self->delayed_send(self, interval, tick_atom::value);
+  auto me = [self] { return caf::actor_cast<worker_actor>(self); };
   return {
     [=](const work_item& item, const trainer_actor& trainer) {
       auto& st = self->state;
       auto t0 = clock_type::now();
       image_batch batch;
       try {
-        batch = map_synthetic(data, item);
-        apply_blur_stage(blur, batch);
-        encode_batch(batch, wire);
+        batch = map_synthetic(setup.data, item);
+        if (setup.slowdown > 1.0)
+          waste_blur_work(setup.blur, batch, setup.slowdown - 1.0);
+        apply_blur_stage(setup.blur, batch);
+        encode_batch(batch, setup.wire);
       } catch (const std::exception& e) {
         // The same item would fail on any worker: stop loudly.
         self->quit(make_error(errc::bad_batch,
@@ -95,16 +127,21 @@ worker_fn(worker_ptr self, std::string name, synthetic_spec data,
       }
       stamp_checksums(batch);
       batch.producer = st.stats.name;
-      worker_report report;
+      auto busy = ns_since(t0);
+      ++st.stats.batches;
+      st.stats.samples += item.sample_ids.size();
+      st.stats.busy_ns += busy;
+      deliver(self, std::move(batch), trainer);
+      auto report = make_report(self);
       report.batch_id = item.batch_id;
       report.samples = static_cast<uint32_t>(item.sample_ids.size());
-      report.busy_ns = ns_since(t0);
-      report.mailbox_depth = self->mailbox().size();
-      ++st.stats.batches;
-      st.stats.samples += report.samples;
-      st.stats.busy_ns += report.busy_ns;
-      deliver(self, std::move(batch), trainer);
-      self->send(router, done_atom::value, caf::actor_cast<worker_actor>(self), report);
+      report.busy_ns = busy;
+      self->send(router, done_atom::value, me(), report);
+    },
+    [=](tick_atom) {
+      // Between items: say it is alive and how much waits in its mailbox.
+      self->send(router, done_atom::value, me(), make_report(self));
+      self->delayed_send(self, interval, tick_atom::value);
     },
     [=](stats_atom) {
       auto stats = self->state.stats;
@@ -116,16 +153,14 @@ worker_fn(worker_ptr self, std::string name, synthetic_spec data,
 
 } // namespace
 
-worker_actor spawn_worker(caf::actor_system& sys, std::string name,
-                          const synthetic_spec& data, const blur_params& blur,
-                          dtype wire, router_actor router,
-                          std::vector<batch_route> routes) {
+worker_actor spawn_worker(caf::actor_system& sys, worker_setup setup,
+                          router_actor router) {
   // One OpenCV thread per worker (a process-wide setting): on a 224x224
   // image OpenCV's own threads only add contention; parallelism comes from
   // running one worker per core.
   cv::setNumThreads(1);
-  return sys.spawn<caf::detached>(worker_fn, std::move(name), data, blur,
-                                  wire, std::move(router), std::move(routes));
+  return sys.spawn<caf::detached>(worker_fn, std::move(setup),
+                                  std::move(router));
 }
 
 } // namespace stoker

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,9 +26,12 @@ namespace stoker {
 //   worker --image_batch--> trainer   (batches never pass the router; between
 //                                      nodes on a batch stream, see
 //                                      batch_channel.hpp)
-//   worker --done, report--> router   (rate and queue estimates)
-//   trainer --credit, n--> router     (how many batches it may buffer)
-//   trainer --ack, batch id--> router (consumed: the lease ends)
+//   worker --done, report--> router   (rate and queue estimates; also
+//                                      every router.report-interval)
+//   trainer --credit, n, node--> router  (here, on this node, wants >= n
+//                                         batches in flight)
+//   trainer --ack, id, wait, step--> router (consumed: the lease ends; how
+//                                            long it waited for data)
 
 /// Hands out work items in order. Replies with up to `n` items; an empty
 /// vector means every epoch has been handed out. Runs on the scheduler.
@@ -43,8 +47,10 @@ using transform_actor
   = caf::typed_actor<caf::replies_to<image_batch>::with<image_batch>>;
 
 /// Consumes batches: trains one step per batch, acknowledges each to the
-/// router. `stats` reports its counters. Runs detached (its own thread):
-/// a step takes seconds.
+/// router with the time it waited for it. A batch whose id it already
+/// trained on (the second copy of a hedged lease) is dropped, not trained
+/// twice. `stats` reports its counters. Runs detached (its own thread): a
+/// step takes seconds.
 using trainer_actor = caf::typed_actor<
   caf::reacts_to<image_batch>,
   caf::replies_to<stats_atom>::with<trainer_stats>>;
@@ -54,16 +60,21 @@ using trainer_actor = caf::typed_actor<
 /// batch is ~100 ms of blur, which must not starve the scheduler.
 using worker_actor = caf::typed_actor<
   caf::reacts_to<work_item, trainer_actor>,
+  caf::reacts_to<tick_atom>,
   caf::replies_to<stats_atom>::with<worker_stats>>;
 
-/// Leases work items to workers and bounds what is in flight. `join` adds
-/// a worker; `credit` comes from the trainer; `run` answers once every item
-/// has been acknowledged. Runs on the scheduler: it must answer in ms.
+/// Leases work items to workers (routing_table) and bounds what is in
+/// flight (inflight_window). `join` adds a worker named NAME on NODE;
+/// `credit` comes from the trainer; `tick` (to itself, every report
+/// interval) re-leases stragglers when hedging is on; `run` answers once
+/// every item has been acknowledged. Runs on the scheduler: it must answer
+/// in ms.
 using router_actor = caf::typed_actor<
-  caf::reacts_to<join_atom, worker_actor, std::string>,
-  caf::reacts_to<credit_atom, trainer_actor, uint32_t>,
-  caf::reacts_to<ack_atom, uint64_t>,
+  caf::reacts_to<join_atom, worker_actor, std::string, std::string>,
+  caf::reacts_to<credit_atom, trainer_actor, uint32_t, std::string>,
+  caf::reacts_to<ack_atom, uint64_t, uint64_t, uint64_t>,
   caf::reacts_to<done_atom, worker_actor, worker_report>,
+  caf::reacts_to<tick_atom>,
   caf::replies_to<run_atom>::with<router_summary>>;
 
 /// Spawns a source over `spec`.
@@ -76,11 +87,13 @@ mapper_actor spawn_mapper(caf::actor_system& sys, const synthetic_spec& spec);
 transform_actor spawn_blur_transform(caf::actor_system& sys,
                                      const blur_params& params);
 
-/// Spawns a router that pulls from `source`; it expects
-/// `expected_samples` acknowledged samples before `run` answers.
+/// Spawns a router that pulls from `source` and leases by `spec`; it
+/// expects `expected_samples` acknowledged samples before `run` answers.
+/// `batch_bytes` (one batch on the wire) turns the byte budget into a
+/// window ceiling.
 router_actor spawn_router(caf::actor_system& sys, source_actor source,
-                          routing_policy policy, uint32_t window,
-                          uint64_t expected_samples);
+                          const router_spec& spec, uint64_t expected_samples,
+                          uint64_t batch_bytes);
 
 /// Where a trainer on another node takes batches on a direct stream
 /// (its batch_listener), so a worker need not send them as CAF messages.
@@ -90,14 +103,24 @@ struct batch_route {
   uint16_t port = 0;
 };
 
-/// Spawns a detached worker named `name` that reports to `router` and sends
-/// batches as `wire` (see transport.dtype). A batch for a trainer in
-/// `routes` goes on that trainer's batch stream (one connection per worker,
-/// opened on first use); any other trainer gets it as a CAF message.
-worker_actor spawn_worker(caf::actor_system& sys, std::string name,
-                          const synthetic_spec& data, const blur_params& blur,
-                          dtype wire, router_actor router,
-                          std::vector<batch_route> routes = {});
+/// What a worker makes and how it behaves.
+struct worker_setup {
+  std::string name;
+  synthetic_spec data;
+  blur_params blur;
+  dtype wire = dtype::float32; ///< transport.dtype
+  double slowdown = 1.0;       ///< worker.slowdown (benchmarks and tests)
+  std::chrono::milliseconds report_interval{100};
+  /// A batch for a trainer in `routes` goes on that trainer's batch stream
+  /// (one connection per worker, opened on first use); any other trainer
+  /// gets it as a CAF message.
+  std::vector<batch_route> routes;
+};
+
+/// Spawns a detached worker that reports to `router` after each item and
+/// every `report_interval` between items.
+worker_actor spawn_worker(caf::actor_system& sys, worker_setup setup,
+                          router_actor router);
 
 /// Spawns a detached trainer; returns an error if its device cannot be
 /// set up (e.g. `cuda` without a GPU). With a `pool`, each batch's buffer

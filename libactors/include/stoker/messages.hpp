@@ -76,13 +76,17 @@ struct image_batch {
   }
 };
 
-/// What a worker tells the router after each item: enough to estimate its
-/// rate and its queue.
+/// What a worker tells the router after each item (samples > 0) and every
+/// router.report-interval between items (samples == 0): enough to estimate
+/// its rate and its queue, and to know it is alive.
 struct worker_report {
   uint64_t batch_id = 0;
-  uint32_t samples = 0;
+  uint32_t samples = 0;       ///< the finished item's; 0: periodic report
   uint64_t busy_ns = 0;       ///< time spent making this batch
   uint64_t mailbox_depth = 0; ///< items waiting in the worker's mailbox
+  uint32_t in_flight = 0;     ///< items it is working on (0 or 1)
+  uint64_t processed = 0;     ///< items finished so far
+  uint64_t busy_total_ns = 0; ///< busy time so far
 };
 
 /// Counters of one worker, for the run report.
@@ -103,6 +107,7 @@ struct trainer_stats {
   uint64_t unique_samples = 0;
   uint64_t duplicates = 0;
   uint64_t rejected_batches = 0;
+  uint64_t dropped_copies = 0; ///< second copies of a batch (hedging), dropped
   uint64_t wait_ns = 0; ///< accelerator idle: time spent waiting for data
   uint64_t step_ns = 0; ///< time spent in training steps
   double last_loss = 0.0;
@@ -114,8 +119,13 @@ struct router_summary {
   std::string policy;
   uint64_t batches_leased = 0;
   uint64_t batches_acked = 0;
+  uint64_t batches_hedged = 0; ///< leased a second time as stragglers
   uint64_t samples_expected = 0;
   uint64_t wall_ns = 0;
+  uint32_t window = 0;     ///< the in-flight window at the end
+  uint32_t window_max = 0; ///< its ceiling (router.max-inflight-bytes)
+  uint32_t window_changes = 0;
+  std::string window_last_change; ///< why it last changed
 };
 
 template <class Inspector>
@@ -135,7 +145,8 @@ typename Inspector::result_type inspect(Inspector& f, image_batch& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
   return f(caf::meta::type_name("worker_report"), x.batch_id, x.samples,
-           x.busy_ns, x.mailbox_depth);
+           x.busy_ns, x.mailbox_depth, x.in_flight, x.processed,
+           x.busy_total_ns);
 }
 
 template <class Inspector>
@@ -148,14 +159,17 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
   return f(caf::meta::type_name("trainer_stats"), x.device, x.simulated,
            x.steps, x.samples_delivered, x.unique_samples, x.duplicates,
-           x.rejected_batches, x.wait_ns, x.step_ns, x.last_loss,
+           x.rejected_batches, x.dropped_copies, x.wait_ns, x.step_ns,
+           x.last_loss,
            x.first_error);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
   return f(caf::meta::type_name("router_summary"), x.policy,
-           x.batches_leased, x.batches_acked, x.samples_expected, x.wall_ns);
+           x.batches_leased, x.batches_acked, x.batches_hedged,
+           x.samples_expected, x.wall_ns, x.window, x.window_max,
+           x.window_changes, x.window_last_change);
 }
 
 // -- atoms (at most 10 characters each) --------------------------------------
@@ -167,6 +181,7 @@ using ack_atom = caf::atom_constant<caf::atom("ack")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
 
 /// Registers every message type of this header (and the actor handles of
 /// actors.hpp) with `cfg`; call once before the actor system starts.

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,11 +12,14 @@ namespace stoker {
 
 /// How the router picks a worker for the next work item.
 enum class routing_policy {
-  least_loaded, ///< least expected delay: (outstanding + 1 item) / rate
+  least_loaded, ///< least expected delay: (queued + in flight + item) / rate
   round_robin,  ///< every worker in turn, whatever its load (a baseline)
+  local_only,   ///< least-loaded among the trainer's own node's workers only
+                ///< (the single-machine baseline)
+  power_of_two, ///< two workers drawn at random, the better one: O(1) per pick
 };
 
-/// Parses "least-loaded" or "round-robin".
+/// Parses "least-loaded", "round-robin", "local-only" or "power-of-two".
 std::optional<routing_policy> parse_routing_policy(std::string_view name);
 
 /// The config-file name of `p`.
@@ -24,50 +28,93 @@ std::string to_string(routing_policy p);
 /// What the router knows of one worker.
 struct worker_load {
   std::string name;
+  std::string node;                 ///< the node it runs on
+  bool local = false;               ///< on the trainer's node
   uint64_t outstanding_items = 0;   ///< leased by the router, not yet done
   uint64_t outstanding_samples = 0; ///< samples in those items
   uint64_t mailbox_depth = 0;       ///< as last reported by the worker
   double rate_sps = 0.0;            ///< samples/s of busy time (moving avg.)
-  bool has_rate = false;            ///< false until the first report
+  bool has_rate = false;            ///< false until the first finished item
   uint64_t items_done = 0;
+  uint64_t last_report_ns = 0; ///< when it last reported (router's clock)
 };
 
 /// The routing decisions, free of actors: the router actor feeds it leases
-/// and worker reports and asks it where the next item goes. Not
+/// and worker reports and asks it where the next item goes. Times are
+/// nanoseconds on one monotonic clock of the caller's choice. Not
 /// thread-safe: owned by the router actor.
 class routing_table {
 public:
   /// Weight of the newest rate sample in the moving average.
   static constexpr double rate_smoothing = 0.3;
 
-  explicit routing_table(routing_policy policy) noexcept;
+  /// No worker excluded (see pick).
+  static constexpr size_t none = std::numeric_limits<size_t>::max();
 
-  /// Adds a worker; returns its index (indices are stable).
-  size_t add_worker(std::string name);
+  /// A worker whose last report is older than `stale_after_ns` plus the
+  /// time one item takes it counts as slower the longer it stays silent
+  /// (see expected_delay). `seed` drives power-of-two's draws.
+  explicit routing_table(routing_policy policy,
+                         uint64_t stale_after_ns = 300'000'000,
+                         uint64_t seed = 0) noexcept;
+
+  /// Adds a worker on `node` that joined at `now_ns`; returns its index
+  /// (indices are stable).
+  size_t add_worker(std::string name, std::string node = {},
+                    uint64_t now_ns = 0);
+
+  /// Which node the trainer is on: its workers are `local` (local-only's
+  /// pool and least-loaded's tie-break).
+  void set_trainer_node(const std::string& node);
 
   /// Records that `samples` samples were leased to worker `index`.
   void on_lease(size_t index, uint32_t samples);
 
   /// Records a finished item: its size, the busy time it took, and the
-  /// worker's mailbox depth when it reported.
+  /// worker's mailbox depth when it reported at `now_ns`.
   void on_done(size_t index, uint32_t samples, uint64_t busy_ns,
-               uint64_t mailbox_depth);
+               uint64_t mailbox_depth, uint64_t now_ns = 0);
 
-  /// The worker for an item of `samples` samples, or nothing without
-  /// workers.
-  std::optional<size_t> pick(uint32_t samples);
+  /// Records a periodic report (no item finished): the worker is alive and
+  /// has `mailbox_depth` items waiting.
+  void on_report(size_t index, uint64_t mailbox_depth, uint64_t now_ns);
+
+  /// The worker for an item of `samples` samples, other than `exclude`, or
+  /// nothing if no worker qualifies (none joined; local-only: none on the
+  /// trainer's node).
+  std::optional<size_t> pick(uint32_t samples, uint64_t now_ns = 0,
+                             size_t exclude = none);
 
   /// Expected seconds until worker `index` would finish one more item of
-  /// `samples` samples: (queued + in flight + samples) / rate. Workers
-  /// without a report yet are assumed as fast as the fastest one known.
-  double expected_delay(size_t index, uint32_t samples) const;
+  /// `samples` samples: (queued + in flight + samples) / rate, times
+  /// (1 + overdue / stale_after) for a worker overdue with its report.
+  /// Workers without a rate yet are assumed as fast as the fastest known.
+  double expected_delay(size_t index, uint32_t samples,
+                        uint64_t now_ns = 0) const;
+
+  /// Nanoseconds by which worker `index`'s report is overdue at `now_ns`
+  /// (0: not stale).
+  uint64_t overdue_ns(size_t index, uint64_t now_ns) const;
+
+  routing_policy policy() const noexcept { return policy_; }
 
   const std::vector<worker_load>& workers() const noexcept { return workers_; }
 
 private:
   double assumed_rate(const worker_load& w) const;
+  bool eligible(size_t index, size_t exclude) const;
+  // Whether `a` beats `b` at equal delay: local first, then less work.
+  bool preferred_on_tie(size_t a, size_t b) const;
+  std::optional<size_t> least_delay(uint32_t samples, uint64_t now_ns,
+                                    size_t exclude) const;
+  std::optional<size_t> better_of_two(uint32_t samples, uint64_t now_ns,
+                                      size_t exclude);
+  uint64_t next_random() noexcept;
 
   routing_policy policy_;
+  uint64_t stale_after_ns_;
+  uint64_t rng_state_;
+  std::string trainer_node_;
   std::vector<worker_load> workers_;
   size_t next_rr_ = 0;
 };

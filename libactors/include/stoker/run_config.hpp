@@ -82,6 +82,20 @@ struct cluster_spec {
   std::string port_file; ///< the head writes its port here once listening
 };
 
+/// How the router leases work (`router.*`).
+struct router_spec {
+  routing_policy policy = routing_policy::least_loaded;
+  uint32_t window = 8; ///< batches in flight per trainer at the start
+  uint64_t max_inflight_bytes = uint64_t{1} << 30; ///< the window's ceiling
+  double idle_target = 0.02; ///< trainer idle fraction that widens the window
+  /// How often workers report between items; a report older than three
+  /// intervals (plus one item's time) counts against the worker.
+  std::chrono::milliseconds report_interval{100};
+  /// Re-lease a batch older than this many times the recent median batch
+  /// time to a second worker; 0 = off.
+  double hedge_factor = 0.0;
+};
+
 /// One node's whole configuration, validated. Built by read_run_config.
 struct run_config {
   std::string role = "local"; ///< local, head, worker or trainer
@@ -93,9 +107,11 @@ struct run_config {
   /// The article's workload: 1000 steps of batch 64.
   source_spec source{64000, 64, 1, true, 0};
   blur_params blur;
-  routing_policy policy = routing_policy::least_loaded;
-  uint32_t window = 8; ///< batches leased but not yet acknowledged, at most
+  router_spec router;
   uint32_t workers = 0; ///< CPU workers; 0 = one per core
+  /// Each worker of this node does its transform work this many times (it
+  /// keeps the first result): makes slow workers for benchmarks and tests.
+  double slowdown = 1.0;
   dtype transport = dtype::float32; ///< image dtype between worker and trainer
   /// Batches between nodes on a direct TCP stream (batch_channel.hpp);
   /// false: as CAF messages through the middleman (slower, one port less).
@@ -111,6 +127,13 @@ typename Inspector::result_type inspect(Inspector& f, vit_spec& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, router_spec& x) {
+  return f(caf::meta::type_name("router_spec"), x.policy, x.window,
+           x.max_inflight_bytes, x.idle_target, x.report_interval,
+           x.hedge_factor);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_spec& x) {
   return f(caf::meta::type_name("trainer_spec"), x.device, x.sim_step_ms,
            x.log_every, x.prefetch, x.lr, x.momentum, x.threads, x.model);
@@ -118,12 +141,16 @@ typename Inspector::result_type inspect(Inspector& f, trainer_spec& x) {
 
 /// What the head tells every node it runs: the pipeline and the trainer
 /// settings. Node-local settings (role, name, cluster, report, worker
-/// count) stay with each node.
+/// count and slowdown) stay with each node.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_config& x) {
   return f(caf::meta::type_name("run_config"), x.synthetic, x.source, x.blur,
-           x.policy, x.window, x.transport, x.batch_stream, x.trainer);
+           x.router, x.transport, x.batch_stream, x.trainer);
 }
+
+/// Bytes of one full batch of `cfg`'s pipeline on the wire
+/// (transport.dtype): what the router's byte budget counts.
+uint64_t batch_wire_bytes(const run_config& cfg);
 
 /// Parses "HOST:PORT" (PORT 1..65535); nothing if it does not parse.
 std::optional<std::pair<std::string, uint16_t>>

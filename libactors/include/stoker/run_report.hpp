@@ -33,6 +33,12 @@ struct run_report {
   std::string policy;
   uint64_t batches_leased = 0; ///< leases the router handed out
   uint64_t batches_acked = 0;  ///< leases the trainer acknowledged
+  uint64_t batches_hedged = 0; ///< stragglers leased a second time
+  uint64_t dropped_copies = 0; ///< second copies the trainer dropped
+  uint32_t window = 0;         ///< in-flight window at the end, batches
+  uint32_t window_max = 0;     ///< its ceiling from router.max-inflight-bytes
+  uint32_t window_changes = 0;
+  std::string window_last_change; ///< why the window last changed
   uint64_t rejected_batches = 0;
   std::string first_error;
   std::vector<worker_entry> workers;

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace stoker {
+
+/// Bounds of a trainer's in-flight window (`router.*` settings).
+struct window_limits {
+  uint32_t initial = 8;  ///< batches in flight at the start (router.window)
+  uint32_t min = 1;      ///< never fewer (the trainer's prefetch)
+  uint64_t max_bytes = uint64_t{1} << 30; ///< router.max-inflight-bytes
+  uint64_t batch_bytes = 1;               ///< one batch on the wire
+  double idle_target = 0.02; ///< trainer idle fraction the router aims below
+  uint32_t period = 8;       ///< acknowledged batches per decision
+};
+
+/// How many batches the router keeps in flight for one trainer (leased,
+/// not yet acknowledged), adapted to what the trainer reports. Every
+/// `period` acks it looks at the trainer's idle fraction (time waiting for
+/// data over waiting + stepping): above `idle_target` it widens the window
+/// by a quarter (at least one); when the trainer did not wait at all (idle
+/// under a quarter of the target) while the workers' queues grew, it
+/// narrows it by one, since more leases would only queue up. The window
+/// stays within [min, max_bytes / batch_bytes]. Plain code, owned by the
+/// router actor; not thread-safe.
+class inflight_window {
+public:
+  explicit inflight_window(const window_limits& limits);
+
+  /// One acknowledged batch: the time the trainer waited for it and spent
+  /// on its step, and the items leased to workers and not yet made now.
+  void on_ack(uint64_t wait_ns, uint64_t step_ns, uint64_t queued_items);
+
+  /// Batches that may be in flight now.
+  uint32_t size() const noexcept { return size_; }
+
+  /// The most it may grow to: the byte budget in batches (at least min).
+  uint32_t max() const noexcept { return max_; }
+
+  /// How often it changed, and why it last did ("" if never).
+  uint32_t changes() const noexcept { return changes_; }
+  const std::string& last_change() const noexcept { return last_change_; }
+
+private:
+  void decide(uint64_t queued_items);
+
+  window_limits limits_;
+  uint32_t size_;
+  uint32_t max_;
+  uint64_t acks_ = 0;
+  uint64_t wait_ns_ = 0; // over the current period
+  uint64_t step_ns_ = 0;
+  uint64_t queued_at_last_decision_ = 0;
+  uint32_t changes_ = 0;
+  std::string last_change_;
+};
+
+} // namespace stoker
