@@ -124,6 +124,52 @@ std::vector<std::string> with_small(std::vector<std::string> args) {
   return args;
 }
 
+// Head, a sim trainer and two one-worker nodes, `fast` and `slow` (3x the
+// blur work), as processes; 100 batches of 16 96x96 images, workers the
+// bottleneck. Returns the JSON run report.
+std::string run_fast_and_slow(const std::string& tag,
+                              std::vector<std::string> head_args) {
+  auto port_file = tmp_path(tag + ".port");
+  auto report = tmp_path(tag + ".json");
+  std::remove(port_file.c_str());
+  const std::vector<std::string> shape = {"--pipeline.height=96",
+                                          "--pipeline.width=96",
+                                          "--trainer.device=sim",
+                                          "--trainer.sim-step-ms=1"};
+  auto with_shape = [&](std::vector<std::string> args) {
+    args.insert(args.end(), shape.begin(), shape.end());
+    return args;
+  };
+  std::vector<std::string> args = {
+    "--role=head", "--cluster.port=0", "--cluster.port-file=" + port_file,
+    "--cluster.nodes=[\"t-0:trainer\", \"fast:worker:1\", "
+    "\"slow:worker:1\"]",
+    "--pipeline.dataset-size=1600", "--pipeline.batch-size=16",
+    "--report=" + report};
+  args.insert(args.end(), head_args.begin(), head_args.end());
+  auto head = start_node(with_shape(args), tmp_path(tag + "-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  auto trainer = start_node(with_shape({"--role=trainer", "--node.name=t-0",
+                                        at}),
+                            tmp_path(tag + "-t0.log"));
+  auto fast = start_node({"--role=worker", "--node.name=fast",
+                          "--worker.count=1", at},
+                         tmp_path(tag + "-fast.log"));
+  auto slow = start_node({"--role=worker", "--node.name=slow",
+                          "--worker.count=1", "--worker.slowdown=3", at},
+                         tmp_path(tag + "-slow.log"));
+  BOOST_TEST(wait_exit(head, 120s) == 0);
+  for (auto* c : {&trainer, &fast, &slow})
+    BOOST_TEST(wait_exit(*c, 20s) == 0);
+  BOOST_TEST_MESSAGE(read_file(head.log));
+  auto json = read_file(report);
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+  return json;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(cluster)
@@ -258,50 +304,31 @@ BOOST_AUTO_TEST_CASE(batches_travel_as_caf_messages_with_the_stream_off) {
 }
 
 BOOST_AUTO_TEST_CASE(least_loaded_gives_a_fast_worker_over_twice_a_slow_ones) {
-  auto port_file = tmp_path("hetero.port");
-  auto report = tmp_path("hetero.json");
-  std::remove(port_file.c_str());
-  // Workers, not the trainer, are the bottleneck: 96x96 images, a 1 ms step.
-  const std::vector<std::string> shape = {"--pipeline.height=96",
-                                          "--pipeline.width=96",
-                                          "--trainer.device=sim",
-                                          "--trainer.sim-step-ms=1"};
-  auto with_shape = [&](std::vector<std::string> args) {
-    args.insert(args.end(), shape.begin(), shape.end());
-    return args;
-  };
-  auto head = start_node(
-    with_shape({"--role=head", "--cluster.port=0",
-                "--cluster.port-file=" + port_file,
-                "--cluster.nodes=[\"t-0:trainer\", \"fast:worker:1\", "
-                "\"slow:worker:1\"]",
-                "--pipeline.dataset-size=1600", "--pipeline.batch-size=16",
-                "--router.policy=least-loaded", "--report=" + report}),
-    tmp_path("hetero-head.log"));
-  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
-  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
-                                             read_file(port_file)));
-  auto trainer = start_node(with_shape({"--role=trainer", "--node.name=t-0",
-                                        at}),
-                            tmp_path("hetero-t0.log"));
-  auto fast = start_node({"--role=worker", "--node.name=fast",
-                          "--worker.count=1", at},
-                         tmp_path("hetero-fast.log"));
-  auto slow = start_node({"--role=worker", "--node.name=slow",
-                          "--worker.count=1", "--worker.slowdown=3", at},
-                         tmp_path("hetero-slow.log"));
-  BOOST_TEST(wait_exit(head, 120s) == 0);
-  for (auto* c : {&trainer, &fast, &slow})
-    BOOST_TEST(wait_exit(*c, 20s) == 0);
-  auto json = read_file(report);
+  auto json = run_fast_and_slow("hetero", {"--router.policy=least-loaded"});
   BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos, json);
   auto batches = batches_by_worker(json);
   BOOST_TEST(batches["fast/0"] + batches["slow/0"] == 100);
   BOOST_TEST(batches["fast/0"] > 2 * batches["slow/0"],
              "fast " << batches["fast/0"] << ", slow " << batches["slow/0"]);
   BOOST_TEST(batches["slow/0"] > 0);
-  std::remove(report.c_str());
-  std::remove(port_file.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(hedged_stragglers_are_trained_on_once) {
+  // Round-robin hands the slow worker every other batch; each takes ~3x
+  // the median, so with factor 1.5 most get a second copy.
+  auto json = run_fast_and_slow("hedge", {"--router.policy=round-robin",
+                                          "--router.hedge-factor=1.5"});
+  BOOST_TEST(json.find("\"samples_delivered\": 1600,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  std::smatch m;
+  BOOST_REQUIRE(std::regex_search(json, m,
+                                  std::regex{R"("batches_hedged": (\d+))"}));
+  BOOST_TEST(std::stoi(m[1]) > 0);
+  BOOST_REQUIRE(std::regex_search(json, m,
+                                  std::regex{R"("dropped_copies": (\d+))"}));
+  BOOST_TEST(std::stoi(m[1]) > 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_without_a_head_fails_clearly_within_the_timeout) {

@@ -26,6 +26,12 @@ void period(stoker::inflight_window& w, uint64_t wait, uint64_t step,
     w.on_ack(wait, step, queued);
 }
 
+void period_with_backlog(stoker::inflight_window& w, uint64_t wait,
+                         uint64_t step, uint64_t backlog) {
+  for (int i = 0; i < 4; ++i)
+    w.on_ack(wait, step, 0, backlog);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(inflight_window)
@@ -42,6 +48,13 @@ BOOST_AUTO_TEST_CASE(widens_while_the_trainer_waits_for_data) {
   BOOST_TEST(w.last_change().find("widened 5 -> 6: trainer idle 16.7%")
                == 0u,
              w.last_change());
+}
+
+BOOST_AUTO_TEST_CASE(a_wait_with_batches_queued_does_not_widen) {
+  stoker::inflight_window w{limits(4, 2, 100)};
+  w.on_ack(0, 50 * ms, 0, 0);
+  period_with_backlog(w, 10 * ms, 50 * ms, 1); // idle 17%, never ran dry
+  BOOST_TEST(w.size() == 4u);
 }
 
 BOOST_AUTO_TEST_CASE(stays_put_when_idle_is_under_the_target) {
@@ -64,6 +77,20 @@ BOOST_AUTO_TEST_CASE(narrows_when_the_trainer_never_waits_and_queues_grow) {
     period(w, 0, 50 * ms, q);
   BOOST_TEST(w.size() == 2u); // never below the trainer's prefetch
   BOOST_TEST(w.last_change().find("narrowed 3 -> 2") == 0u, w.last_change());
+}
+
+BOOST_AUTO_TEST_CASE(narrows_when_batches_wait_in_front_of_the_trainer) {
+  stoker::inflight_window w{limits(10, 2, 100)};
+  w.on_ack(0, 50 * ms, 0, 0);
+  for (int i = 0; i < 4; ++i)
+    w.on_ack(0, 50 * ms, 0, 5); // never waited, 5 batches queued up
+  BOOST_TEST(w.size() == 9u);
+  BOOST_TEST(w.last_change().find("5 or more batches waited") != std::string::npos,
+             w.last_change());
+  // One ack with a single batch in front: double buffering, not excess.
+  for (int i = 0; i < 4; ++i)
+    w.on_ack(0, 50 * ms, 0, i == 2 ? 1 : 5);
+  BOOST_TEST(w.size() == 9u);
 }
 
 BOOST_AUTO_TEST_CASE(never_passes_the_byte_budget) {

@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(ties_go_to_a_worker_on_the_trainers_node_first) {
   routing_table t{routing_policy::least_loaded};
   auto remote = t.add_worker("cpu/0", "cpu");
   auto local = t.add_worker("gpu/0", "gpu");
-  t.set_trainer_node("gpu");
+  t.set_trainer_host("gpu");
   BOOST_TEST(t.workers()[local].local);
   BOOST_TEST(!t.workers()[remote].local);
   report_rate(t, remote, 100.0);
@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(local_only_never_leaves_the_trainers_node) {
   routing_table t{routing_policy::local_only};
   auto remote = t.add_worker("cpu/0", "cpu");
   BOOST_TEST(!t.pick(64).has_value()); // no trainer node known: nobody
-  t.set_trainer_node("gpu");
+  t.set_trainer_host("gpu");
   BOOST_TEST(!t.pick(64).has_value()); // the only worker is remote
   auto local = t.add_worker("gpu/0", "gpu");
   report_rate(t, remote, 1000.0);

@@ -26,7 +26,7 @@ inflight_window::inflight_window(const window_limits& limits)
 }
 
 void inflight_window::on_ack(uint64_t wait_ns, uint64_t step_ns,
-                             uint64_t queued_items) {
+                             uint64_t queued_items, uint64_t trainer_backlog) {
   // The first batch's wait is the pipeline filling up, not a shortage.
   if (acks_++ == 0) {
     queued_at_last_decision_ = queued_items;
@@ -34,6 +34,7 @@ void inflight_window::on_ack(uint64_t wait_ns, uint64_t step_ns,
   }
   wait_ns_ += wait_ns;
   step_ns_ += step_ns;
+  backlog_ = std::min(backlog_, trainer_backlog);
   if ((acks_ - 1) % limits_.period == 0)
     decide(queued_items);
 }
@@ -42,22 +43,30 @@ void inflight_window::decide(uint64_t queued_items) {
   double total = static_cast<double>(wait_ns_ + step_ns_);
   double idle = total > 0 ? static_cast<double>(wait_ns_) / total : 0.0;
   auto queued_before = queued_at_last_decision_;
+  auto backlog = backlog_; // the least: what stood in front all period
+  backlog_ = UINT64_MAX;
   wait_ns_ = step_ns_ = 0;
   queued_at_last_decision_ = queued_items;
   auto before = size_;
   std::string why;
-  if (idle > limits_.idle_target && size_ < max_) {
+  // Widen only if the trainer ran dry (no batch in front of it after some
+  // step of the period): a wait with batches queued is not a shortage that
+  // more leases would fix (e.g. the trainer's thread waiting for a core).
+  if (idle > limits_.idle_target && backlog == 0 && size_ < max_) {
     size_ = std::min(max_, size_ + std::max<uint32_t>(1, size_ / 4));
     why = "trainer idle " + percent(idle) + " > target "
           + percent(limits_.idle_target);
     if (size_ == max_)
       why += " (at router.max-inflight-bytes)";
-  } else if (idle < limits_.idle_target / 4 && queued_items > queued_before
-             && size_ > limits_.min) {
+  } else if (idle < limits_.idle_target / 4 && size_ > limits_.min
+             && (backlog >= 2 || queued_items > queued_before)) {
     size_ -= 1;
-    why = "trainer never waited (idle " + percent(idle)
-          + ") while worker queues grew from " + std::to_string(queued_before)
-          + " to " + std::to_string(queued_items) + " items";
+    why = "trainer never waited (idle " + percent(idle) + ") while ";
+    why += backlog >= 2 ? std::to_string(backlog)
+                            + " or more batches waited in front of it"
+                        : "worker queues grew from "
+                            + std::to_string(queued_before) + " to "
+                            + std::to_string(queued_items) + " items";
   }
   if (size_ != before) {
     ++changes_;

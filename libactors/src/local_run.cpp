@@ -7,6 +7,7 @@
 
 #include "stoker/actors.hpp"
 #include "stoker/cuda_devices.hpp"
+#include "stoker/detail/peak_rss.hpp"
 #include "stoker/errors.hpp"
 
 namespace stoker {
@@ -38,7 +39,7 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
     auto name = setup.name;
     workers.push_back(spawn_worker(sys, std::move(setup), router));
     self->send(router, join_atom::value, workers.back(), name,
-               cfg.node_name);
+               cfg.node_host);
   }
   caf::expected<run_report> result{caf::error{}};
   self->request(router, caf::infinite, run_atom::value)
@@ -111,6 +112,14 @@ int finish_run(const caf::expected<run_report>& report,
   for (auto& w : r.workers)
     std::cout << "  " << w.name << ": " << w.batches << " batches, busy "
               << 100.0 * w.busy_fraction << "%" << std::endl;
+  std::cout << "  router: window " << r.window << " (ceiling " << r.window_max
+            << ", " << r.window_changes << " change(s)"
+            << (r.window_last_change.empty() ? ""
+                                             : "; last: " + r.window_last_change)
+            << "), hedged " << r.batches_hedged << ", copies dropped "
+            << r.dropped_copies << std::endl;
+  std::cout << "  peak RSS " << detail::peak_rss_bytes() / 1000000 << " MB"
+            << std::endl;
   if (!cfg.report_path.empty()) {
     if (auto err = write_report(r, cfg.report_path)) {
       std::cerr << "stoker-node: " << describe(err) << std::endl;

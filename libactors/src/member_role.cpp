@@ -8,6 +8,7 @@
 
 #include "stoker/batch_channel.hpp"
 #include "stoker/cluster.hpp"
+#include "stoker/detail/peak_rss.hpp"
 #include "stoker/errors.hpp"
 
 namespace stoker {
@@ -146,7 +147,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg) {
   }
   caf::scoped_actor self{sys};
   self->monitor(*registry);
-  node_info info{cfg.node_name, cfg.role,
+  node_info info{cfg.node_name, cfg.node_host, cfg.role,
                  std::max(1u, std::thread::hardware_concurrency()),
                  cfg.role == "worker" ? cfg.workers : 0,
                  cfg.role == "trainer" ? to_string(cfg.trainer.device) : "",
@@ -208,7 +209,8 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg) {
   if (local->stream)
     std::cout << "batch stream: " << local->stream->frames()
               << " batch(es) received" << std::endl;
-  std::cout << cfg.role << " '" << cfg.node_name << "' exits" << std::endl;
+  std::cout << cfg.role << " '" << cfg.node_name << "' exits; peak RSS "
+            << detail::peak_rss_bytes() / 1000000 << " MB" << std::endl;
   bound_shutdown(code, std::chrono::seconds(5));
   return code;
 }

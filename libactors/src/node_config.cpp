@@ -104,7 +104,9 @@ node_config::node_config() {
     .add<string>("report", "write a JSON run report to this path")
     .add<bool>("print-nodes", "print cluster.nodes, one per line, and exit");
   opt_group{custom_options_, "node"}
-    .add<string>("name", "this node's name (default: ROLE-PID)");
+    .add<string>("name", "this node's name (default: ROLE-PID)")
+    .add<string>("host", "the machine it runs on, for the router's "
+                         "locality (default: the hostname)");
   opt_group{custom_options_, "cluster"}
     .add<string>("bind", "address to listen on (default \"127.0.0.1\")")
     .add<int64_t>("port", "the head's port; 0 = any free (default 4242)")

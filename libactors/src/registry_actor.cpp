@@ -1,4 +1,5 @@
 #include <iostream>
+#include <map>
 
 #include <caf/stateful_actor.hpp>
 
@@ -15,6 +16,7 @@ struct registry_state {
   router_actor router;
   membership members{{}};
   roster current;
+  std::map<std::string, std::string> hosts; // node name -> node.host
   std::vector<trainer_endpoint> trainers;
   // Worker nodes wait for a trainer to connect to; `wait` for everyone.
   std::vector<caf::typed_response_promise<welcome>> waiting_for_trainer;
@@ -68,6 +70,7 @@ registry_actor::behavior_type registry_fn(registry_ptr self, run_config cfg,
                       ? ", " + std::to_string(info.workers) + " workers"
                       : ", device " + info.device)
                 << ")" << std::endl;
+      s.hosts[info.name] = info.host;
       if (info.control)
         s.current.controls.push_back(std::move(info.control));
       if (info.role == "worker" && s.trainers.empty()) {
@@ -81,7 +84,7 @@ registry_actor::behavior_type registry_fn(registry_ptr self, run_config cfg,
       auto& s = self->state;
       for (size_t i = 0; i < workers.size(); ++i) {
         self->send(s.router, join_atom::value, workers[i],
-                   node + "/" + std::to_string(i), node);
+                   node + "/" + std::to_string(i), s.hosts[node]);
         s.current.workers.push_back(workers[i]);
       }
       joined(self, node);

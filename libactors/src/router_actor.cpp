@@ -126,7 +126,7 @@ void dispatch(router_ptr self) {
     auto now = st.now_ns();
     auto index = st.table.pick(samples, now);
     if (!index)
-      return; // no worker qualifies yet (none joined; local-only: none local)
+      return; // no worker qualifies (none joined; local-only: none local)
     auto item = std::move(st.pending.front());
     st.pending.pop_front();
     st.table.on_lease(*index, samples);
@@ -202,28 +202,29 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
   });
   return {
     [=](join_atom, worker_actor& worker, std::string& name,
-        std::string& node) {
+        std::string& host) {
       auto& s = self->state;
       self->monitor(worker);
       s.worker_index.emplace(caf::actor_cast<caf::actor_addr>(worker),
                              s.table.add_worker(std::move(name),
-                                                std::move(node), s.now_ns()));
+                                                std::move(host), s.now_ns()));
       s.workers.push_back(std::move(worker));
       dispatch(self);
     },
     [=](credit_atom, trainer_actor& trainer, uint32_t prefetch,
-        std::string& node) {
+        std::string& host) {
       auto& s = self->state;
       if (s.trainer)
         return; // one trainer per run (see docs/architecture.md)
       s.trainer = std::move(trainer);
       self->monitor(s.trainer);
-      s.table.set_trainer_node(node);
+      s.table.set_trainer_host(host);
       s.limits.min = prefetch;
       s.window.emplace(s.limits);
       dispatch(self);
     },
-    [=](ack_atom, uint64_t batch_id, uint64_t wait_ns, uint64_t step_ns) {
+    [=](ack_atom, uint64_t batch_id, uint64_t wait_ns, uint64_t step_ns,
+        uint64_t backlog) {
       auto& s = self->state;
       auto i = s.leases.find(batch_id);
       if (i == s.leases.end())
@@ -237,7 +238,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       for (auto& w : s.table.workers())
         queued += w.outstanding_items;
       if (s.window)
-        s.window->on_ack(wait_ns, step_ns, queued);
+        s.window->on_ack(wait_ns, step_ns, queued, backlog);
       dispatch(self);
       maybe_finish(self);
     },

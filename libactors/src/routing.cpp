@@ -39,21 +39,21 @@ routing_table::routing_table(routing_policy policy, uint64_t stale_after_ns,
   // nop
 }
 
-size_t routing_table::add_worker(std::string name, std::string node,
+size_t routing_table::add_worker(std::string name, std::string host,
                                  uint64_t now_ns) {
   workers_.push_back(worker_load{});
   auto& w = workers_.back();
   w.name = std::move(name);
-  w.node = std::move(node);
-  w.local = !trainer_node_.empty() && w.node == trainer_node_;
+  w.host = std::move(host);
+  w.local = !trainer_host_.empty() && w.host == trainer_host_;
   w.last_report_ns = now_ns;
   return workers_.size() - 1;
 }
 
-void routing_table::set_trainer_node(const std::string& node) {
-  trainer_node_ = node;
+void routing_table::set_trainer_host(const std::string& host) {
+  trainer_host_ = host;
   for (auto& w : workers_)
-    w.local = !node.empty() && w.node == node;
+    w.local = !host.empty() && w.host == host;
 }
 
 void routing_table::on_lease(size_t index, uint32_t samples) {

@@ -229,6 +229,10 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
            + ": expected local, head, worker or trainer");
   cfg.node_name = cfg.role + "-" + std::to_string(::getpid());
   r.text("node.name", cfg.node_name);
+  char hostname[256] = "localhost";
+  ::gethostname(hostname, sizeof(hostname) - 1);
+  cfg.node_host = hostname;
+  r.text("node.host", cfg.node_host);
   // -- cluster
   auto& c = cfg.cluster;
   r.text("cluster.bind", c.bind);

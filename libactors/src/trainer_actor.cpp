@@ -3,7 +3,6 @@
 #include <iomanip>
 #include <optional>
 #include <sstream>
-#include <unordered_set>
 
 #include <caf/actor_ostream.hpp>
 #include <caf/stateful_actor.hpp>
@@ -11,6 +10,7 @@
 #include "stoker/actors.hpp"
 #include "stoker/batch_check.hpp"
 #include "stoker/batch_codec.hpp"
+#include "stoker/batch_id_set.hpp"
 #include "stoker/delivery_ledger.hpp"
 #include "stoker/errors.hpp"
 #include "stoker/step_engine.hpp"
@@ -33,7 +33,7 @@ struct trainer_state {
   batch_expectation expect;
   trainer_stats stats;
   // Batch ids trained on: a hedged lease can bring a batch twice.
-  std::unordered_set<uint64_t> consumed;
+  batch_id_set consumed;
   uint32_t log_every = 100;
   // Since when the accelerator has had nothing to do.
   clock_type::time_point idle_since = clock_type::now();
@@ -87,7 +87,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   st.log_every = cfg.trainer.log_every;
   self->send(router, credit_atom::value,
              caf::actor_cast<trainer_actor>(self), cfg.trainer.prefetch,
-             cfg.node_name);
+             cfg.node_host);
   return {
     [=](image_batch& batch) {
       auto& s = self->state;
@@ -95,14 +95,18 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
         if (s.pool)
           s.pool->release(std::move(batch.data));
       };
-      if (s.consumed.count(batch.batch_id) > 0) {
+      if (s.consumed.contains(batch.batch_id)) {
         // The slower copy of a hedged batch: the faster one was trained on.
         ++s.stats.dropped_copies;
         recycle();
         return;
       }
       auto start = clock_type::now();
-      auto waited = ns_between(s.idle_since, start);
+      // Waiting for the very first batch is start-up (nodes joining, the
+      // pipeline filling), not a data shortage; it is not counted as idle.
+      auto waited = s.stats.steps + s.stats.rejected_batches == 0
+                      ? uint64_t{0}
+                      : ns_between(s.idle_since, start);
       s.stats.wait_ns += waited;
       s.window_wait_ns += waited;
       if (auto err = check_batch(batch, s.expect)) {
@@ -112,7 +116,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
           s.stats.first_error = describe(err);
         caf::aout(self) << "trainer: rejected " << describe(err) << std::endl;
         self->send(router, ack_atom::value, batch.batch_id, waited,
-                   uint64_t{0});
+                   uint64_t{0}, uint64_t{self->mailbox().size()});
         recycle();
         s.idle_since = clock_type::now();
         return;
@@ -131,10 +135,12 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
       s.stats.steps += 1;
       s.stats.last_loss = result->loss;
       auto step_ns = ns_between(start, end);
+      uint64_t backlog = self->mailbox().size(); // batches that waited
       s.stats.step_ns += step_ns;
       s.window_step_ns += step_ns;
       s.idle_since = end;
-      self->send(router, ack_atom::value, batch.batch_id, waited, step_ns);
+      self->send(router, ack_atom::value, batch.batch_id, waited, step_ns,
+                 backlog);
       if (s.stats.steps % s.log_every == 0)
         log_progress(self);
     },

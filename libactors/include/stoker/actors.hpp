@@ -28,10 +28,11 @@ namespace stoker {
 //                                      batch_channel.hpp)
 //   worker --done, report--> router   (rate and queue estimates; also
 //                                      every router.report-interval)
-//   trainer --credit, n, node--> router  (here, on this node, wants >= n
-//                                         batches in flight)
-//   trainer --ack, id, wait, step--> router (consumed: the lease ends; how
-//                                            long it waited for data)
+//   trainer --credit, n, host--> router  (here, on this machine, wants
+//                                         >= n batches in flight)
+//   trainer --ack, id, wait, step, backlog--> router (consumed: the lease
+//                                   ends; how long it waited for data and
+//                                   how many batches wait in front of it)
 
 /// Hands out work items in order. Replies with up to `n` items; an empty
 /// vector means every epoch has been handed out. Runs on the scheduler.
@@ -64,7 +65,7 @@ using worker_actor = caf::typed_actor<
   caf::replies_to<stats_atom>::with<worker_stats>>;
 
 /// Leases work items to workers (routing_table) and bounds what is in
-/// flight (inflight_window). `join` adds a worker named NAME on NODE;
+/// flight (inflight_window). `join` adds a worker named NAME on HOST;
 /// `credit` comes from the trainer; `tick` (to itself, every report
 /// interval) re-leases stragglers when hedging is on; `run` answers once
 /// every item has been acknowledged. Runs on the scheduler: it must answer
@@ -72,7 +73,7 @@ using worker_actor = caf::typed_actor<
 using router_actor = caf::typed_actor<
   caf::reacts_to<join_atom, worker_actor, std::string, std::string>,
   caf::reacts_to<credit_atom, trainer_actor, uint32_t, std::string>,
-  caf::reacts_to<ack_atom, uint64_t, uint64_t, uint64_t>,
+  caf::reacts_to<ack_atom, uint64_t, uint64_t, uint64_t, uint64_t>,
   caf::reacts_to<done_atom, worker_actor, worker_report>,
   caf::reacts_to<tick_atom>,
   caf::replies_to<run_atom>::with<router_summary>>;

@@ -27,6 +27,7 @@ struct trainer_endpoint {
 /// What a node says when it joins.
 struct node_info {
   std::string name;
+  std::string host; ///< the machine (node.host): locality for the router
   std::string role; ///< "worker" or "trainer"
   uint32_t cores = 0;
   uint32_t workers = 0;  ///< worker actors it runs (worker nodes)
@@ -58,7 +59,7 @@ typename Inspector::result_type inspect(Inspector& f, trainer_endpoint& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
-  return f(caf::meta::type_name("node_info"), x.name, x.role, x.cores,
+  return f(caf::meta::type_name("node_info"), x.name, x.host, x.role, x.cores,
            x.workers, x.device, x.control);
 }
 

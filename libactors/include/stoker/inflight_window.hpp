@@ -18,19 +18,23 @@ struct window_limits {
 /// How many batches the router keeps in flight for one trainer (leased,
 /// not yet acknowledged), adapted to what the trainer reports. Every
 /// `period` acks it looks at the trainer's idle fraction (time waiting for
-/// data over waiting + stepping): above `idle_target` it widens the window
-/// by a quarter (at least one); when the trainer did not wait at all (idle
-/// under a quarter of the target) while the workers' queues grew, it
-/// narrows it by one, since more leases would only queue up. The window
-/// stays within [min, max_bytes / batch_bytes]. Plain code, owned by the
-/// router actor; not thread-safe.
+/// data over waiting + stepping): above `idle_target`, if the trainer ran
+/// dry during the period, it widens the window by a quarter (at least
+/// one); when the trainer did not wait at all (idle
+/// under a quarter of the target) while batches queued up in front of it
+/// (two or more waiting at the trainer) or the workers' queues grew, it
+/// narrows it by one: more leases would only wait, holding memory. The
+/// window stays within [min, max_bytes / batch_bytes]. Plain code, owned by
+/// the router actor; not thread-safe.
 class inflight_window {
 public:
   explicit inflight_window(const window_limits& limits);
 
   /// One acknowledged batch: the time the trainer waited for it and spent
-  /// on its step, and the items leased to workers and not yet made now.
-  void on_ack(uint64_t wait_ns, uint64_t step_ns, uint64_t queued_items);
+  /// on its step, the items leased to workers and not yet made now, and the
+  /// batches waiting at the trainer after its step.
+  void on_ack(uint64_t wait_ns, uint64_t step_ns, uint64_t queued_items,
+              uint64_t trainer_backlog = 0);
 
   /// Batches that may be in flight now.
   uint32_t size() const noexcept { return size_; }
@@ -44,6 +48,8 @@ public:
 
 private:
   void decide(uint64_t queued_items);
+
+  uint64_t backlog_ = UINT64_MAX; // least trainer backlog in the period
 
   window_limits limits_;
   uint32_t size_;

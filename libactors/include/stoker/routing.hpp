@@ -14,8 +14,8 @@ namespace stoker {
 enum class routing_policy {
   least_loaded, ///< least expected delay: (queued + in flight + item) / rate
   round_robin,  ///< every worker in turn, whatever its load (a baseline)
-  local_only,   ///< least-loaded among the trainer's own node's workers only
-                ///< (the single-machine baseline)
+  local_only,   ///< least-loaded among workers on the trainer's machine
+                ///< only (the single-machine baseline)
   power_of_two, ///< two workers drawn at random, the better one: O(1) per pick
 };
 
@@ -28,8 +28,8 @@ std::string to_string(routing_policy p);
 /// What the router knows of one worker.
 struct worker_load {
   std::string name;
-  std::string node;                 ///< the node it runs on
-  bool local = false;               ///< on the trainer's node
+  std::string host;                 ///< the machine it runs on (node.host)
+  bool local = false;               ///< on the trainer's machine
   uint64_t outstanding_items = 0;   ///< leased by the router, not yet done
   uint64_t outstanding_samples = 0; ///< samples in those items
   uint64_t mailbox_depth = 0;       ///< as last reported by the worker
@@ -58,14 +58,14 @@ public:
                          uint64_t stale_after_ns = 300'000'000,
                          uint64_t seed = 0) noexcept;
 
-  /// Adds a worker on `node` that joined at `now_ns`; returns its index
-  /// (indices are stable).
-  size_t add_worker(std::string name, std::string node = {},
+  /// Adds a worker on machine `host` that joined at `now_ns`; returns its
+  /// index (indices are stable).
+  size_t add_worker(std::string name, std::string host = {},
                     uint64_t now_ns = 0);
 
-  /// Which node the trainer is on: its workers are `local` (local-only's
-  /// pool and least-loaded's tie-break).
-  void set_trainer_node(const std::string& node);
+  /// Which machine the trainer is on: workers there are `local`
+  /// (local-only's pool and least-loaded's tie-break).
+  void set_trainer_host(const std::string& host);
 
   /// Records that `samples` samples were leased to worker `index`.
   void on_lease(size_t index, uint32_t samples);
@@ -81,7 +81,7 @@ public:
 
   /// The worker for an item of `samples` samples, other than `exclude`, or
   /// nothing if no worker qualifies (none joined; local-only: none on the
-  /// trainer's node).
+  /// trainer's machine).
   std::optional<size_t> pick(uint32_t samples, uint64_t now_ns = 0,
                              size_t exclude = none);
 
@@ -114,7 +114,7 @@ private:
   routing_policy policy_;
   uint64_t stale_after_ns_;
   uint64_t rng_state_;
-  std::string trainer_node_;
+  std::string trainer_host_;
   std::vector<worker_load> workers_;
   size_t next_rr_ = 0;
 };

@@ -100,6 +100,9 @@ struct router_spec {
 struct run_config {
   std::string role = "local"; ///< local, head, worker or trainer
   std::string node_name;      ///< this node's name in the cluster
+  /// The machine it runs on (default: the hostname): workers on the
+  /// trainer's machine are local (router.policy local-only, tie-breaks).
+  std::string node_host;
   cluster_spec cluster;
   std::string config_source; ///< the file (or embedded default) it came from
   std::string report_path;   ///< empty: no JSON report
