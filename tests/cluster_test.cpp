@@ -170,6 +170,66 @@ std::string run_fast_and_slow(const std::string& tag,
   return json;
 }
 
+// Head, a sim trainer and three one-worker nodes as processes; once the
+// trainer has taken 10 steps, worker w-b gets `signal` (SIGKILL: dies;
+// SIGSTOP: hangs with its connections open). Returns the run report.
+std::string run_with_a_failing_worker(const std::string& tag, int signal,
+                                      std::vector<std::string> head_args) {
+  auto port_file = tmp_path(tag + ".port");
+  auto report = tmp_path(tag + ".json");
+  std::remove(port_file.c_str());
+  // Workers are the bottleneck, so each holds leases when w-b fails.
+  const std::vector<std::string> shape = {"--pipeline.height=128",
+                                          "--pipeline.width=128",
+                                          "--trainer.device=sim",
+                                          "--trainer.sim-step-ms=2",
+                                          "--trainer.log-every=5"};
+  auto with_shape = [&](std::vector<std::string> args) {
+    args.insert(args.end(), shape.begin(), shape.end());
+    return args;
+  };
+  std::vector<std::string> args = {
+    "--role=head", "--cluster.port=0", "--cluster.port-file=" + port_file,
+    "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\", \"w-b:worker:1\", "
+    "\"w-c:worker:1\"]",
+    "--pipeline.dataset-size=6400", "--pipeline.batch-size=16",
+    "--report=" + report};
+  args.insert(args.end(), head_args.begin(), head_args.end());
+  auto head = start_node(with_shape(args), tmp_path(tag + "-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  auto trainer = start_node(with_shape({"--role=trainer", "--node.name=t-0",
+                                        at}),
+                            tmp_path(tag + "-t0.log"));
+  std::vector<child> workers;
+  for (auto name : {"w-a", "w-b", "w-c"})
+    workers.push_back(start_node({"--role=worker",
+                                  "--node.name=" + std::string{name},
+                                  "--worker.count=1", at},
+                                 tmp_path(tag + "-" + name + ".log")));
+  BOOST_REQUIRE(wait_for_text(trainer.log, "Iteration 10:", 60s));
+  ::kill(workers[1].pid, signal);
+  BOOST_TEST(wait_exit(head, 120s) == 0);
+  BOOST_TEST_MESSAGE(read_file(head.log));
+  std::smatch m;
+  auto log = read_file(head.log);
+  BOOST_REQUIRE(std::regex_search(
+    log, m, std::regex{R"(router: worker 'w-b/0' lost \((.*)\); re-leasing (\d+))"}));
+  BOOST_TEST(std::stoi(m[2]) > 0, "it held nothing when it failed");
+  BOOST_TEST_MESSAGE("lost: " << m[1]);
+  BOOST_TEST(wait_exit(trainer, 20s) == 0);
+  BOOST_TEST(wait_exit(workers[0], 20s) == 0);
+  BOOST_TEST(wait_exit(workers[2], 20s) == 0);
+  ::kill(workers[1].pid, SIGKILL); // the hung one, if it still is
+  int status = 0;
+  ::waitpid(workers[1].pid, &status, 0);
+  auto json = read_file(report);
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+  return json;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(cluster)
@@ -329,6 +389,116 @@ BOOST_AUTO_TEST_CASE(hedged_stragglers_are_trained_on_once) {
   BOOST_REQUIRE(std::regex_search(json, m,
                                   std::regex{R"("dropped_copies": (\d+))"}));
   BOOST_TEST(std::stoi(m[1]) > 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_killed_mid_epoch_loses_no_sample) {
+  auto json = run_with_a_failing_worker("kill9", SIGKILL, {});
+  BOOST_TEST(json.find("\"samples_delivered\": 6400,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"lost_workers\": [\"w-b/0\"]") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_hung_worker_is_lost_after_the_heartbeat_timeout) {
+  auto json = run_with_a_failing_worker("stop", SIGSTOP,
+                                        {"--cluster.heartbeat-timeout=1s"});
+  BOOST_TEST(json.find("\"samples_delivered\": 6400,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"lost_workers\": [\"w-b/0\"]") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(random_bytes_on_the_heads_port_neither_crash_nor_stall_it) {
+  auto port_file = tmp_path("junk.port");
+  auto report = tmp_path("junk.json");
+  std::remove(port_file.c_str());
+  auto head = start_node(
+    with_small({"--role=head", "--cluster.port=0",
+                "--cluster.port-file=" + port_file,
+                "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+                "--pipeline.dataset-size=64", "--pipeline.batch-size=16",
+                "--report=" + report}),
+    tmp_path("junk-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto port = static_cast<uint16_t>(std::stoi(read_file(port_file)));
+  auto dial = [&] {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to))
+                  == 0);
+    return fd;
+  };
+  // One peer sends garbage and leaves, one connects and says nothing.
+  int junk = dial();
+  std::vector<char> noise(64 * 1024);
+  uint64_t x = 88172645463325252ull;
+  for (auto& c : noise) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  (void) ::send(junk, noise.data(), noise.size(), MSG_NOSIGNAL);
+  ::close(junk);
+  int silent = dial();
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(port);
+  auto trainer = start_node(with_small({"--role=trainer", "--node.name=t-0", at}),
+                            tmp_path("junk-t0.log"));
+  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
+                           tmp_path("junk-wa.log"));
+  BOOST_TEST(wait_exit(head, 60s) == 0, read_file(head.log));
+  BOOST_TEST(wait_exit(trainer, 20s) == 0);
+  BOOST_TEST(wait_exit(worker, 20s) == 0);
+  ::close(silent);
+  BOOST_TEST(read_file(report).find("\"missing\": 0,") != std::string::npos);
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(a_node_of_another_release_is_refused_by_name) {
+  auto port_file = tmp_path("release.port");
+  std::remove(port_file.c_str());
+  auto head = start_node(with_small({"--role=head", "--cluster.port=0",
+                                     "--cluster.port-file=" + port_file,
+                                     "--cluster.join-timeout=8s",
+                                     "--cluster.nodes=[\"w:worker\"]"}),
+                         tmp_path("release-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto worker = start_node(
+    {"--role=worker", "--node.name=w", "--cluster.connect-timeout=3s",
+     "--middleman.app-identifiers=[\"stoker 0.0.1\"]",
+     "--cluster.head=127.0.0.1:"
+       + std::to_string(std::stoi(read_file(port_file)))},
+    tmp_path("release-w.log"));
+  BOOST_TEST(wait_exit(worker, 30s) == 1);
+  BOOST_TEST(read_file(worker.log).find("runs another Stoker release")
+               != std::string::npos,
+             read_file(worker.log));
+  BOOST_TEST(wait_exit(head, 30s) == 1); // nobody joined
+  std::remove(port_file.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(a_port_in_use_is_named_and_the_head_exits_1) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr)
+                == 0);
+  BOOST_REQUIRE(::listen(fd, 1) == 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  auto port = std::to_string(ntohs(addr.sin_port));
+  auto head = start_node(with_small({"--role=head", "--cluster.port=" + port}),
+                         tmp_path("inuse.log"));
+  BOOST_TEST(wait_exit(head, 30s) == 1);
+  BOOST_TEST(read_file(head.log).find("cannot listen on 127.0.0.1:" + port)
+               != std::string::npos,
+             read_file(head.log));
+  ::close(fd);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_without_a_head_fails_clearly_within_the_timeout) {

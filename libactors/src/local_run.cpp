@@ -64,10 +64,12 @@ collect_report(caf::scoped_actor& self, const router_summary& summary,
   self->request(trainer, caf::infinite, stats_atom::value)
     .receive([&](trainer_stats& s) { tstats = std::move(s); },
              [&](caf::error& err) { failure = std::move(err); });
+  // A worker the router lost (dead, or hung: it would never answer) has no
+  // stats to give; the report names it under lost_workers.
   for (auto& w : workers)
-    self->request(w, caf::infinite, stats_atom::value)
+    self->request(w, std::chrono::seconds(2), stats_atom::value)
       .receive([&](worker_stats& s) { wstats.push_back(std::move(s)); },
-               [&](caf::error& err) { failure = std::move(err); });
+               [&](caf::error&) {});
   if (failure)
     return failure;
   return make_report(summary, tstats, wstats);
@@ -112,6 +114,11 @@ int finish_run(const caf::expected<run_report>& report,
   for (auto& w : r.workers)
     std::cout << "  " << w.name << ": " << w.batches << " batches, busy "
               << 100.0 * w.busy_fraction << "%" << std::endl;
+  for (auto& name : r.lost_workers)
+    std::cout << "  " << name << ": lost during the run" << std::endl;
+  if (r.batches_released > 0)
+    std::cout << "  " << r.batches_released
+              << " batch(es) re-leased from lost workers" << std::endl;
   std::cout << "  router: window " << r.window << " (ceiling " << r.window_max
             << ", " << r.window_changes << " change(s)"
             << (r.window_last_change.empty() ? ""

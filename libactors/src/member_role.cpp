@@ -24,6 +24,13 @@ caf::expected<registry_actor> connect_to_head(caf::actor_system& sys,
                                                              cfg.head_port);
     if (head)
       return head;
+    if (head.error() == caf::sec::incompatible_application_ids)
+      return make_error(errc::run_failure,
+                        "the head at " + cfg.head_host + ":"
+                          + std::to_string(cfg.head_port)
+                          + " runs another Stoker release (or is another "
+                            "CAF application); expected stoker " STOKER_VERSION
+                            " on every node");
     last = sys.render(head.error());
     if (steady_clock::now() + delay > deadline)
       break;

@@ -115,6 +115,9 @@ node_config::node_config() {
                         "how long the head waits for nodes (default 30s)")
     .add<caf::timespan>("connect-timeout",
                         "how long a node retries the head (default 10s)")
+    .add<caf::timespan>("heartbeat-timeout",
+                        "a worker silent this long (beyond its current "
+                        "item) is lost; its work goes elsewhere (default 5s)")
     .add<std::vector<string>>("nodes",
                               "topology: [\"NAME:worker[:N]\", "
                               "\"NAME:trainer\", ...]")
@@ -176,6 +179,11 @@ node_config::node_config() {
   // heavy ones are detached. A small scheduler that sleeps when idle leaves
   // the cores to the workers: work stealing's polling cost them ~10%.
   set("scheduler.policy", caf::atom("sharing"));
+  // A node of another Stoker release cannot join: BASP refuses the
+  // connection when application identifiers differ (connect_to_head says
+  // so in plain words).
+  set("middleman.app-identifiers",
+      std::vector<std::string>{std::string{"stoker "} + STOKER_VERSION});
   set("scheduler.max-threads", size_t{2});
 }
 

@@ -28,6 +28,8 @@ struct lease {
 
 struct router_state {
   router_spec spec;
+  std::deque<work_item> orphans; // a lost worker's, waiting for a live one
+  std::optional<uint64_t> no_workers_since; // ns, while none is alive
   routing_table table{routing_policy::least_loaded};
   std::optional<inflight_window> window;
   window_limits limits;
@@ -68,7 +70,8 @@ void maybe_finish(router_ptr self) {
     st.run_promise.deliver(st.failure);
     return;
   }
-  if (st.source_done && st.pending.empty() && st.leases.empty()) {
+  if (st.source_done && st.pending.empty() && st.leases.empty()
+      && st.orphans.empty()) {
     st.summary.wall_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now()
                                                            - st.run_started)
@@ -111,8 +114,58 @@ void fetch(router_ptr self) {
       });
 }
 
+// Sends `item`, still leased under its batch id, to a live worker other
+// than `exclude`; parks it as an orphan if there is none.
+void relay(router_ptr self, work_item item, size_t exclude) {
+  auto& st = self->state;
+  auto samples = static_cast<uint32_t>(item.sample_ids.size());
+  auto now = st.now_ns();
+  auto other = st.table.pick(samples, now, exclude);
+  auto l = st.leases.find(item.batch_id);
+  if (l == st.leases.end())
+    return; // acknowledged meanwhile: nothing to do
+  if (!other) {
+    l->second.worker = routing_table::none;
+    st.orphans.push_back(std::move(item));
+    return;
+  }
+  st.table.on_lease(*other, samples);
+  l->second.worker = *other;
+  l->second.leased_ns = now;
+  ++st.summary.batches_released;
+  self->send(st.workers[*other], std::move(item), st.trainer);
+}
+
+// A worker died or hung: nothing more goes to it, and every batch it held
+// goes to another worker at once. If its batch still reaches the trainer
+// (sent before it died), the trainer trains on the first copy and drops
+// the other by batch id.
+void lose_worker(router_ptr self, size_t index, const std::string& why) {
+  auto& st = self->state;
+  if (!st.table.workers()[index].alive)
+    return;
+  st.table.remove_worker(index);
+  st.summary.lost_workers.push_back(st.table.workers()[index].name);
+  std::vector<work_item> held;
+  for (auto& [id, l] : st.leases)
+    if (l.worker == index)
+      held.push_back(l.item);
+  caf::aout(self) << "router: worker '" << st.table.workers()[index].name
+                  << "' lost (" << why << "); re-leasing " << held.size()
+                  << " batch(es)" << std::endl;
+  for (auto& item : held)
+    relay(self, std::move(item), index);
+}
+
 void dispatch(router_ptr self) {
   auto& st = self->state;
+  // Orphans first: they are leased already, waiting for a live worker.
+  for (size_t n = st.orphans.size(); n > 0 && st.table.alive_workers() > 0;
+       --n) {
+    auto item = std::move(st.orphans.front());
+    st.orphans.pop_front();
+    relay(self, std::move(item), routing_table::none);
+  }
   // Nothing moves before `run`: workers that join first would otherwise get
   // the first leases before the others have joined.
   if (!st.run_requested || !st.trainer || !st.window)
@@ -153,7 +206,8 @@ void hedge_stragglers(router_ptr self) {
                                        sorted[sorted.size() / 2]));
   auto now = st.now_ns();
   for (auto& [id, l] : st.leases) {
-    if (l.hedged || now - l.leased_ns <= limit)
+    if (l.hedged || l.worker == routing_table::none
+        || now - l.leased_ns <= limit)
       continue;
     auto samples = static_cast<uint32_t>(l.item.sample_ids.size());
     auto other = st.table.pick(samples, now, l.worker);
@@ -163,6 +217,55 @@ void hedge_stragglers(router_ptr self) {
     st.table.on_lease(*other, samples);
     ++st.summary.batches_hedged;
     self->send(st.workers[*other], l.item, st.trainer);
+  }
+}
+
+// Workers silent past cluster.heartbeat-timeout (beyond their current
+// item) are lost, as if they had died: a hung process keeps its connection
+// open, so no down message would come. With no live worker for
+// cluster.join-timeout, the run fails.
+void check_heartbeats(router_ptr self) {
+  auto& st = self->state;
+  auto now = st.now_ns();
+  auto limit = static_cast<uint64_t>(
+    std::chrono::duration_cast<std::chrono::nanoseconds>(
+      st.spec.heartbeat_timeout)
+      .count());
+  for (size_t i = 0; i < st.table.workers().size(); ++i) {
+    if (!st.table.workers()[i].alive)
+      continue;
+    auto silent = st.table.silence_ns(i, now);
+    if (silent > limit)
+      lose_worker(self, i,
+                  "silent for " + std::to_string(silent / 1000000)
+                    + " ms beyond its current item, over "
+                      "cluster.heartbeat-timeout ("
+                    + std::to_string(st.spec.heartbeat_timeout.count())
+                    + " ms)");
+  }
+  if (st.table.alive_workers() > 0 || st.workers.empty()) {
+    st.no_workers_since.reset();
+    return;
+  }
+  if (!st.no_workers_since) {
+    st.no_workers_since = now;
+    caf::aout(self) << "router: no live worker left; waiting up to "
+                    << st.spec.no_worker_timeout.count()
+                    << " ms (cluster.join-timeout) for one to join"
+                    << std::endl;
+  } else if (now - *st.no_workers_since
+               > static_cast<uint64_t>(
+                 std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   st.spec.no_worker_timeout)
+                   .count())
+             && !st.failure) {
+    st.failure = make_error(errc::run_failure,
+                            "every worker was lost and none joined within "
+                            "cluster.join-timeout ("
+                              + std::to_string(
+                                st.spec.no_worker_timeout.count())
+                              + " ms)");
+    maybe_finish(self);
   }
 }
 
@@ -183,16 +286,23 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
   st.source = std::move(source);
   st.summary.policy = to_string(spec.policy);
   st.summary.samples_expected = expected_samples;
-  // A worker or trainer that dies ends the run with its reason (re-leasing
-  // to survivors is the fault-tolerance feature's job).
+  // A worker that dies loses its leases to the others; a trainer that dies
+  // ends the run with its reason.
   self->set_down_handler([=](caf::down_msg& msg) {
     auto& s = self->state;
+    if (s.run_requested && !s.run_promise.pending())
+      return; // the run is over: actors exiting now are the shutdown
+    if (auto i = s.worker_index.find(msg.source); i != s.worker_index.end()) {
+      lose_worker(self, i->second,
+                  msg.reason ? "it exited: " + describe(msg.reason)
+                             : std::string{"it exited"});
+      dispatch(self);
+      maybe_finish(self);
+      return;
+    }
     std::string who = "an actor";
     if (msg.source == caf::actor_cast<caf::actor_addr>(s.trainer))
       who = "the trainer";
-    else if (auto i = s.worker_index.find(msg.source);
-             i != s.worker_index.end())
-      who = "worker '" + s.table.workers()[i->second].name + "'";
     if (!s.failure)
       s.failure = make_error(errc::run_failure,
                              who + " exited before the run ended"
@@ -245,8 +355,8 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
     [=](done_atom, const worker_actor& worker, const worker_report& report) {
       auto& s = self->state;
       auto i = s.worker_index.find(caf::actor_cast<caf::actor_addr>(worker));
-      if (i == s.worker_index.end())
-        return;
+      if (i == s.worker_index.end() || !s.table.workers()[i->second].alive)
+        return; // unknown, or lost already: its work went elsewhere
       if (report.samples > 0)
         s.table.on_done(i->second, report.samples, report.busy_ns,
                         report.mailbox_depth, s.now_ns());
@@ -258,6 +368,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       auto& s = self->state;
       if (!s.run_promise.pending())
         return; // the run is over: stop ticking
+      check_heartbeats(self);
       hedge_stragglers(self);
       dispatch(self);
       self->delayed_send(self, s.spec.report_interval, tick_atom::value);

@@ -86,6 +86,31 @@ void routing_table::on_report(size_t index, uint64_t mailbox_depth,
   w.last_report_ns = std::max(w.last_report_ns, now_ns);
 }
 
+void routing_table::remove_worker(size_t index) {
+  auto& w = workers_.at(index);
+  w.alive = false;
+  w.local = false;
+  w.outstanding_items = w.outstanding_samples = w.mailbox_depth = 0;
+}
+
+size_t routing_table::alive_workers() const noexcept {
+  return static_cast<size_t>(std::count_if(
+    workers_.begin(), workers_.end(), [](auto& w) { return w.alive; }));
+}
+
+uint64_t routing_table::silence_ns(size_t index, uint64_t now_ns) const {
+  auto& w = workers_.at(index);
+  if (now_ns <= w.last_report_ns)
+    return 0;
+  double per_item = w.outstanding_items > 0
+                      ? static_cast<double>(w.outstanding_samples)
+                          / static_cast<double>(w.outstanding_items)
+                      : 0.0;
+  auto item_ns = static_cast<uint64_t>(per_item / assumed_rate(w) * 1e9);
+  auto silent = now_ns - w.last_report_ns;
+  return silent > item_ns ? silent - item_ns : 0;
+}
+
 double routing_table::assumed_rate(const worker_load& w) const {
   if (w.has_rate && w.rate_sps > 0.0)
     return w.rate_sps;
@@ -132,7 +157,7 @@ double routing_table::expected_delay(size_t index, uint32_t samples,
 }
 
 bool routing_table::eligible(size_t index, size_t exclude) const {
-  if (index == exclude)
+  if (index == exclude || !workers_[index].alive)
     return false;
   return policy_ != routing_policy::local_only || workers_[index].local;
 }
@@ -182,22 +207,29 @@ uint64_t routing_table::next_random() noexcept {
 std::optional<size_t> routing_table::better_of_two(uint32_t samples,
                                                    uint64_t now_ns,
                                                    size_t exclude) {
+  // Draw two distinct workers among the eligible ones (alive, not
+  // `exclude`): a scan of flags, but only two delay estimates, where
+  // least-loaded estimates every worker's.
   size_t n = workers_.size();
-  size_t usable = n - (exclude < n ? 1 : 0);
+  size_t usable = 0;
+  for (size_t i = 0; i < n; ++i)
+    usable += eligible(i, exclude) ? 1 : 0;
   if (usable == 0)
     return std::nullopt;
-  // Draw among the indices without `exclude`, two distinct ones.
-  auto draw = [&](size_t count) {
-    size_t k = next_random() % count;
-    return exclude < n && k >= exclude ? k + 1 : k;
+  auto draw = [&] {
+    size_t k = next_random() % usable;
+    for (size_t i = 0; i < n; ++i)
+      if (eligible(i, exclude) && k-- == 0)
+        return i;
+    return n; // unreachable: k < usable
   };
-  size_t a = draw(usable);
+  size_t a = draw();
   if (usable == 1)
     return a;
   // Redraw until distinct: usable >= 2, so fewer than two redraws expected.
   size_t b = a;
   while (b == a)
-    b = draw(usable);
+    b = draw();
   double da = expected_delay(a, samples, now_ns);
   double db = expected_delay(b, samples, now_ns);
   bool tie = std::abs(da - db) <= 1e-9 * std::max(da, db);

@@ -239,6 +239,8 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   r.unsigned_int("cluster.port", c.port, 0, 65535);
   r.duration("cluster.join-timeout", c.join_timeout);
   r.duration("cluster.connect-timeout", c.connect_timeout);
+  r.duration("cluster.heartbeat-timeout", cfg.router.heartbeat_timeout);
+  cfg.router.no_worker_timeout = c.join_timeout;
   std::vector<std::string> nodes;
   r.text_list("cluster.nodes", nodes);
   for (auto& entry : nodes) {

@@ -71,6 +71,8 @@ run_report make_report(const router_summary& router,
   r.batches_leased = router.batches_leased;
   r.batches_acked = router.batches_acked;
   r.batches_hedged = router.batches_hedged;
+  r.batches_released = router.batches_released;
+  r.lost_workers = router.lost_workers;
   r.dropped_copies = trainer.dropped_copies;
   r.window = router.window;
   r.window_max = router.window_max;
@@ -106,6 +108,11 @@ std::string to_json(const run_report& r) {
       << "  \"batches_leased\": " << r.batches_leased << ",\n"
       << "  \"batches_acked\": " << r.batches_acked << ",\n"
       << "  \"batches_hedged\": " << r.batches_hedged << ",\n"
+      << "  \"batches_released\": " << r.batches_released << ",\n"
+      << "  \"lost_workers\": [";
+  for (size_t i = 0; i < r.lost_workers.size(); ++i)
+    out << (i == 0 ? "" : ", ") << quoted(r.lost_workers[i]);
+  out << "],\n"
       << "  \"dropped_copies\": " << r.dropped_copies << ",\n"
       << "  \"window\": " << r.window << ",\n"
       << "  \"window_max\": " << r.window_max << ",\n"

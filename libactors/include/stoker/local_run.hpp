@@ -19,7 +19,8 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
                                     const run_config& cfg);
 
 /// Asks the trainer and every worker for their counters and combines them
-/// with the router's summary. Blocks `self`.
+/// with the router's summary. A worker that does not answer within 2 s (one
+/// the router lost) is left out. Blocks `self`.
 caf::expected<run_report>
 collect_report(caf::scoped_actor& self, const router_summary& summary,
                const trainer_actor& trainer,

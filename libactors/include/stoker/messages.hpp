@@ -120,6 +120,8 @@ struct router_summary {
   uint64_t batches_leased = 0;
   uint64_t batches_acked = 0;
   uint64_t batches_hedged = 0; ///< leased a second time as stragglers
+  uint64_t batches_released = 0; ///< re-leased because a worker was lost
+  std::vector<std::string> lost_workers; ///< died or went silent
   uint64_t samples_expected = 0;
   uint64_t wall_ns = 0;
   uint32_t window = 0;     ///< the in-flight window at the end
@@ -168,6 +170,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
   return f(caf::meta::type_name("router_summary"), x.policy,
            x.batches_leased, x.batches_acked, x.batches_hedged,
+           x.batches_released, x.lost_workers,
            x.samples_expected, x.wall_ns, x.window, x.window_max,
            x.window_changes, x.window_last_change);
 }

@@ -16,7 +16,8 @@ enum class routing_policy {
   round_robin,  ///< every worker in turn, whatever its load (a baseline)
   local_only,   ///< least-loaded among workers on the trainer's machine
                 ///< only (the single-machine baseline)
-  power_of_two, ///< two workers drawn at random, the better one: O(1) per pick
+  power_of_two, ///< two workers drawn at random, the better one: two delay
+                ///< estimates per pick instead of one per worker
 };
 
 /// Parses "least-loaded", "round-robin", "local-only" or "power-of-two".
@@ -37,6 +38,7 @@ struct worker_load {
   bool has_rate = false;            ///< false until the first finished item
   uint64_t items_done = 0;
   uint64_t last_report_ns = 0; ///< when it last reported (router's clock)
+  bool alive = true;           ///< false once lost: never picked again
 };
 
 /// The routing decisions, free of actors: the router actor feeds it leases
@@ -78,6 +80,17 @@ public:
   /// Records a periodic report (no item finished): the worker is alive and
   /// has `mailbox_depth` items waiting.
   void on_report(size_t index, uint64_t mailbox_depth, uint64_t now_ns);
+
+  /// Marks worker `index` lost (it died or hung): it is never picked again
+  /// and its outstanding work is forgotten (the router re-leases it).
+  void remove_worker(size_t index);
+
+  /// Workers not lost.
+  size_t alive_workers() const noexcept;
+
+  /// How long worker `index` has been silent beyond the time its current
+  /// item should take (it cannot report mid-item), at `now_ns`.
+  uint64_t silence_ns(size_t index, uint64_t now_ns) const;
 
   /// The worker for an item of `samples` samples, other than `exclude`, or
   /// nothing if no worker qualifies (none joined; local-only: none on the

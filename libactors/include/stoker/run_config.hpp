@@ -94,6 +94,11 @@ struct router_spec {
   /// Re-lease a batch older than this many times the recent median batch
   /// time to a second worker; 0 = off.
   double hedge_factor = 0.0;
+  /// A worker silent this long beyond its current item's time is lost:
+  /// its leases go to other workers (cluster.heartbeat-timeout).
+  std::chrono::milliseconds heartbeat_timeout{5000};
+  /// With no live worker this long, the run fails (cluster.join-timeout).
+  std::chrono::milliseconds no_worker_timeout{30000};
 };
 
 /// One node's whole configuration, validated. Built by read_run_config.
@@ -133,7 +138,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_spec& x) {
   return f(caf::meta::type_name("router_spec"), x.policy, x.window,
            x.max_inflight_bytes, x.idle_target, x.report_interval,
-           x.hedge_factor);
+           x.hedge_factor, x.heartbeat_timeout, x.no_worker_timeout);
 }
 
 template <class Inspector>

@@ -34,6 +34,8 @@ struct run_report {
   uint64_t batches_leased = 0; ///< leases the router handed out
   uint64_t batches_acked = 0;  ///< leases the trainer acknowledged
   uint64_t batches_hedged = 0; ///< stragglers leased a second time
+  uint64_t batches_released = 0; ///< re-leased because a worker was lost
+  std::vector<std::string> lost_workers; ///< died or went silent
   uint64_t dropped_copies = 0; ///< second copies the trainer dropped
   uint32_t window = 0;         ///< in-flight window at the end, batches
   uint32_t window_max = 0;     ///< its ceiling from router.max-inflight-bytes
