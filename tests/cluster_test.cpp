@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <tuple>
 
 #include "stoker/membership.hpp"
 #include "stoker/run_config.hpp"
@@ -499,6 +500,105 @@ BOOST_AUTO_TEST_CASE(a_port_in_use_is_named_and_the_head_exits_1) {
                != std::string::npos,
              read_file(head.log));
   ::close(fd);
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_trainer_resumes_from_its_checkpoint_exactly_once) {
+  auto dir = tmp_path("ckpt");
+  std::remove((dir + "/checkpoint.stoker").c_str());
+  auto report = tmp_path("resume.json");
+  const std::vector<std::string> run = {
+    "--trainer.device=sim", "--trainer.sim-step-ms=10",
+    "--pipeline.height=32", "--pipeline.width=32",
+    "--pipeline.dataset-size=3200", "--pipeline.batch-size=16",
+    "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]"};
+  auto cluster = [&](const std::string& tag,
+                     std::vector<std::string> trainer_args) {
+    auto port_file = tmp_path(tag + ".port");
+    std::remove(port_file.c_str());
+    auto head_args = run;
+    for (auto a : {"--role=head", "--cluster.port=0"})
+      head_args.push_back(a);
+    head_args.push_back("--cluster.port-file=" + port_file);
+    head_args.push_back("--report=" + report);
+    auto head = start_node(head_args, tmp_path(tag + "-head.log"));
+    BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+    auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                               read_file(port_file)));
+    trainer_args.insert(trainer_args.end(),
+                        {"--role=trainer", "--node.name=t-0", at,
+                         "--trainer.device=sim",
+                         "--trainer.checkpoint-dir=" + dir,
+                         "--trainer.checkpoint-every=10"});
+    auto trainer = start_node(trainer_args, tmp_path(tag + "-t0.log"));
+    auto worker = start_node({"--role=worker", "--node.name=w-a", at},
+                             tmp_path(tag + "-wa.log"));
+    std::remove(port_file.c_str());
+    return std::vector<child>{head, trainer, worker};
+  };
+  // 1. The trainer dies after its second checkpoint: the head says so.
+  auto first = cluster("ckpt1", {});
+  BOOST_REQUIRE(wait_for_text(first[1].log, "checkpoint: step 20 saved", 60s));
+  ::kill(first[1].pid, SIGKILL);
+  wait_exit(first[1], 5s);
+  BOOST_TEST(wait_exit(first[0], 60s) == 1);
+  BOOST_TEST(read_file(first[0].log).find("the trainer exited before the "
+                                          "run ended")
+               != std::string::npos,
+             read_file(first[0].log));
+  BOOST_TEST(wait_exit(first[2], 20s) == 0);
+  // 2. The same run again, the trainer with --resume: every sample of the
+  // epoch is trained on once over both runs.
+  auto second = cluster("ckpt2", {"--resume"});
+  BOOST_TEST(wait_exit(second[0], 60s) == 0, read_file(second[0].log));
+  BOOST_TEST(wait_exit(second[1], 20s) == 0);
+  BOOST_TEST(wait_exit(second[2], 20s) == 0);
+  BOOST_TEST(read_file(second[1].log).find("trainer: resumed from step")
+             != std::string::npos);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"samples_delivered\": 3200,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  std::smatch m;
+  BOOST_REQUIRE(std::regex_search(json, m,
+                                  std::regex{R"("batches_resumed": (\d+))"}));
+  BOOST_TEST(std::stoi(m[1]) >= 20); // skipped: in the checkpoint
+  std::remove(report.c_str());
+  std::remove((dir + "/checkpoint.stoker").c_str());
+  ::rmdir(dir.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(resume_errors_name_what_is_wrong) {
+  auto dir = tmp_path("nockpt");
+  auto local = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"--trainer.device=sim",
+                                  "--pipeline.height=32", "--pipeline.width=32",
+                                  "--pipeline.dataset-size=64"};
+    args.insert(args.end(), extra.begin(), extra.end()); // later flags win
+    auto c = start_node(args, tmp_path("resume-err.log"));
+    auto code = wait_exit(c, 30s);
+    return std::make_pair(code, read_file(c.log));
+  };
+  auto [code, out] = local({"--resume"});
+  BOOST_TEST(code == 2);
+  BOOST_TEST(out.find("--resume needs trainer.checkpoint-dir")
+             != std::string::npos, out);
+  std::tie(code, out) = local({"--resume", "--trainer.checkpoint-dir=" + dir});
+  BOOST_TEST(code == 1);
+  BOOST_TEST(out.find("no checkpoint at " + dir) != std::string::npos, out);
+  // A checkpoint of a 64-sample run does not resume a 128-sample one.
+  std::tie(code, out) = local({"--trainer.checkpoint-dir=" + dir,
+                               "--trainer.checkpoint-every=1"});
+  BOOST_TEST(code == 0, out);
+  std::tie(code, out) = local({"--resume", "--trainer.checkpoint-dir=" + dir,
+                               "--pipeline.dataset-size=128"});
+  BOOST_TEST(code == 1);
+  BOOST_TEST(out.find("saved with pipeline.dataset-size = 64, this run has "
+                      "128")
+               != std::string::npos,
+             out);
+  std::remove((dir + "/checkpoint.stoker").c_str());
+  ::rmdir(dir.c_str());
 }
 
 BOOST_AUTO_TEST_CASE(a_node_without_a_head_fails_clearly_within_the_timeout) {

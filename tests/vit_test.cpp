@@ -74,6 +74,45 @@ BOOST_AUTO_TEST_CASE(sgd_steps_lower_the_loss_on_a_repeated_batch) {
   BOOST_TEST(last < 0.5 * first);
 }
 
+BOOST_AUTO_TEST_CASE(a_restored_engine_takes_the_same_next_step) {
+  // Two engines from different seeds; the second takes the first's state
+  // (model and optimizer momentum): their next steps must agree exactly.
+  trainer_spec spec;
+  spec.device = device_kind::cpu;
+  spec.lr = 0.01;
+  spec.model = tiny();
+  synthetic_spec data;
+  data.height = data.width = 32;
+  data.num_classes = 10;
+  work_item item;
+  item.sample_ids = {0, 1, 2, 3};
+  auto batch = map_synthetic(data, item);
+  batch.order = layout::chw;
+  torch::manual_seed(1);
+  auto a = make_torch_engine(spec);
+  torch::manual_seed(2);
+  auto b = make_torch_engine(spec);
+  BOOST_REQUIRE(a && b);
+  for (int i = 0; i < 3; ++i)
+    BOOST_REQUIRE((*a)->step(batch)); // momentum buffers are non-zero now
+  auto state = (*a)->save_state();
+  BOOST_REQUIRE(state);
+  BOOST_REQUIRE(!(*b)->load_state(*state));
+  auto next_a = (*a)->step(batch);
+  auto next_b = (*b)->step(batch);
+  BOOST_REQUIRE(next_a && next_b);
+  BOOST_TEST(next_a->loss == next_b->loss);
+  // A model state that does not fit is refused by name.
+  auto err = (*b)->load_state("garbage");
+  BOOST_TEST(describe(err).find("holds no model") != std::string::npos,
+             describe(err));
+  auto sim = make_sim_engine(0);
+  err = sim->load_state(*state);
+  BOOST_TEST(describe(err).find("trainer.device = \"sim\"")
+               != std::string::npos,
+             describe(err));
+}
+
 BOOST_AUTO_TEST_CASE(cuda_device_without_gpu_is_a_clear_error) {
   if (torch::cuda::is_available()) {
     BOOST_TEST_MESSAGE("a CUDA device is visible: nothing to check");

@@ -13,6 +13,18 @@ bool batch_id_set::insert(uint64_t id) {
   return true;
 }
 
+std::vector<uint64_t> batch_id_set::sparse() const {
+  return {above_.begin(), above_.end()};
+}
+
+void batch_id_set::restore(uint64_t watermark,
+                           const std::vector<uint64_t>& ids) {
+  watermark_ = watermark;
+  above_.clear();
+  for (auto id : ids)
+    insert(id);
+}
+
 bool batch_id_set::contains(uint64_t id) const {
   return id < watermark_ || above_.count(id) > 0;
 }

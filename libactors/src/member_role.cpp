@@ -101,10 +101,12 @@ start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
   tcfg.blur = w.config.blur;
   tcfg.transport = w.config.transport;
   auto device = cfg.trainer.device;
-  auto threads = cfg.trainer.threads;
+  auto own = cfg.trainer; // node-local: device, threads, checkpoints
   tcfg.trainer = w.config.trainer;
   tcfg.trainer.device = device;
-  tcfg.trainer.threads = threads;
+  tcfg.trainer.threads = own.threads;
+  tcfg.trainer.checkpoint_dir = own.checkpoint_dir;
+  tcfg.trainer.checkpoint_every = own.checkpoint_every;
   auto pool = std::make_shared<buffer_pool>(tcfg.trainer.prefetch + 4);
   auto trainer = spawn_trainer(sys, tcfg, w.router, pool);
   if (!trainer)

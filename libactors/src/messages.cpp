@@ -45,6 +45,7 @@ void register_message_types(caf::actor_system_config& cfg) {
     .add_message_type<image_batch>("stoker::image_batch")
     .add_message_type<worker_report>("stoker::worker_report")
     .add_message_type<worker_stats>("stoker::worker_stats")
+    .add_message_type<trainer_hello>("stoker::trainer_hello")
     .add_message_type<trainer_stats>("stoker::trainer_stats")
     .add_message_type<router_summary>("stoker::router_summary")
     .add_message_type<source_actor>("stoker::source_actor")

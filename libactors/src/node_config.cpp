@@ -102,7 +102,9 @@ node_config::node_config() {
   opt_group{custom_options_, "global"}
     .add<string>("role", "local (default), head, worker or trainer")
     .add<string>("report", "write a JSON run report to this path")
-    .add<bool>("print-nodes", "print cluster.nodes, one per line, and exit");
+    .add<bool>("print-nodes", "print cluster.nodes, one per line, and exit")
+    .add<bool>("resume", "the trainer continues from the checkpoint in "
+                         "trainer.checkpoint-dir");
   opt_group{custom_options_, "node"}
     .add<string>("name", "this node's name (default: ROLE-PID)")
     .add<string>("host", "the machine it runs on, for the router's "
@@ -167,7 +169,11 @@ node_config::node_config() {
                               "the window's floor (default 4)")
     .add<double>("lr", "SGD learning rate (default 0.001)")
     .add<double>("momentum", "SGD momentum (default 0.9)")
-    .add<int64_t>("threads", "LibTorch threads; 0 = its default (default 0)");
+    .add<int64_t>("threads", "LibTorch threads; 0 = its default (default 0)")
+    .add<string>("checkpoint-dir", "where the trainer saves checkpoints; "
+                                   "empty = none (default \"\")")
+    .add<int64_t>("checkpoint-every", "steps between checkpoints "
+                                      "(default 100)");
   opt_group{custom_options_, "model"}
     .add<int64_t>("patch-size", "ViT patch size (default 16)")
     .add<int64_t>("width", "ViT embedding width (default 768)")

@@ -8,6 +8,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "stoker/actors.hpp"
+#include "stoker/batch_id_set.hpp"
 #include "stoker/errors.hpp"
 #include "stoker/inflight_window.hpp"
 #include "stoker/routing.hpp"
@@ -28,6 +29,7 @@ struct lease {
 
 struct router_state {
   router_spec spec;
+  batch_id_set resumed; // trained before a restart: never leased again
   std::deque<work_item> orphans; // a lost worker's, waiting for a live one
   std::optional<uint64_t> no_workers_since; // ns, while none is alive
   routing_table table{routing_policy::least_loaded};
@@ -175,6 +177,11 @@ void dispatch(router_ptr self) {
       fetch(self);
       return;
     }
+    if (st.resumed.contains(st.pending.front().batch_id)) {
+      st.pending.pop_front(); // the checkpoint has it: already trained on
+      ++st.summary.batches_resumed;
+      continue;
+    }
     auto samples = static_cast<uint32_t>(st.pending.front().sample_ids.size());
     auto now = st.now_ns();
     auto index = st.table.pick(samples, now);
@@ -321,15 +328,15 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       s.workers.push_back(std::move(worker));
       dispatch(self);
     },
-    [=](credit_atom, trainer_actor& trainer, uint32_t prefetch,
-        std::string& host) {
+    [=](credit_atom, trainer_actor& trainer, trainer_hello& hello) {
       auto& s = self->state;
       if (s.trainer)
         return; // one trainer per run (see docs/architecture.md)
       s.trainer = std::move(trainer);
       self->monitor(s.trainer);
-      s.table.set_trainer_host(host);
-      s.limits.min = prefetch;
+      s.table.set_trainer_host(hello.host);
+      s.resumed.restore(hello.done_below, hello.done_ids);
+      s.limits.min = hello.prefetch;
       s.window.emplace(s.limits);
       dispatch(self);
     },

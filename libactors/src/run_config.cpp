@@ -265,6 +265,7 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
     r.fail("--role=" + cfg.role
            + " needs --cluster.head=HOST:PORT (where the head listens)");
   r.text("report", cfg.report_path);
+  r.boolean("resume", cfg.resume);
   // -- pipeline: the synthetic dataset, the source, the blur stage
   uint64_t seed = 0;
   r.unsigned_int("pipeline.seed", seed, 0, std::numeric_limits<int64_t>::max());
@@ -325,6 +326,15 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   r.real("trainer.lr", t.lr, 0.0, 1e3);
   r.real("trainer.momentum", t.momentum, 0.0, 1.0);
   r.unsigned_int("trainer.threads", t.threads, 0, 4096);
+  r.text("trainer.checkpoint-dir", t.checkpoint_dir);
+  r.unsigned_int("trainer.checkpoint-every", t.checkpoint_every, 1, u32_max);
+  if (cfg.resume && cfg.role != "local" && cfg.role != "trainer")
+    r.fail("--resume with --role=" + cfg.role
+           + ": only the trainer resumes; expected --role=local or "
+             "--role=trainer");
+  else if (cfg.resume && t.checkpoint_dir.empty())
+    r.fail("--resume needs trainer.checkpoint-dir (where the checkpoint "
+           "is)");
   auto& m = t.model;
   r.unsigned_int("model.patch-size", m.patch_size, 1, 4096);
   r.unsigned_int("model.width", m.width, 1, 65536);

@@ -1,5 +1,6 @@
 #include "stoker/run_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -61,7 +62,13 @@ run_report make_report(const router_summary& router,
                 : 0;
   r.steps = trainer.steps;
   r.wall_s = static_cast<double>(router.wall_ns) * 1e-9;
-  r.throughput_sps = r.wall_s > 0 ? static_cast<double>(trainer.samples_delivered) / r.wall_s : 0;
+  // What this run delivered: a resumed run's counters include the samples
+  // trained before the restart, its wall time does not.
+  auto this_run = trainer.samples_delivered
+                  - std::min(trainer.samples_delivered,
+                             trainer.resumed_samples);
+  r.throughput_sps
+    = r.wall_s > 0 ? static_cast<double>(this_run) / r.wall_s : 0;
   double busy = static_cast<double>(trainer.step_ns);
   double wait = static_cast<double>(trainer.wait_ns);
   r.accelerator_idle_fraction = busy + wait > 0 ? wait / (busy + wait) : 0;
@@ -72,6 +79,7 @@ run_report make_report(const router_summary& router,
   r.batches_acked = router.batches_acked;
   r.batches_hedged = router.batches_hedged;
   r.batches_released = router.batches_released;
+  r.batches_resumed = router.batches_resumed;
   r.lost_workers = router.lost_workers;
   r.dropped_copies = trainer.dropped_copies;
   r.window = router.window;
@@ -109,6 +117,7 @@ std::string to_json(const run_report& r) {
       << "  \"batches_acked\": " << r.batches_acked << ",\n"
       << "  \"batches_hedged\": " << r.batches_hedged << ",\n"
       << "  \"batches_released\": " << r.batches_released << ",\n"
+      << "  \"batches_resumed\": " << r.batches_resumed << ",\n"
       << "  \"lost_workers\": [";
   for (size_t i = 0; i < r.lost_workers.size(); ++i)
     out << (i == 0 ? "" : ", ") << quoted(r.lost_workers[i]);

@@ -3,6 +3,7 @@
 #include <limits>
 #include <thread>
 
+#include "stoker/errors.hpp"
 #include "stoker/step_engine.hpp"
 
 namespace stoker {
@@ -28,6 +29,20 @@ public:
 
   bool simulated() const override {
     return true;
+  }
+
+  caf::expected<std::string> save_state() override {
+    return std::string{}; // no model: the cursor is the whole checkpoint
+  }
+
+  caf::error load_state(const std::string& state) override {
+    if (!state.empty())
+      return make_error(errc::invalid_config,
+                        "--resume: the checkpoint holds a model ("
+                          + std::to_string(state.size())
+                          + " bytes), but trainer.device = \"sim\" has "
+                            "none; expected the device it was saved with");
+    return caf::none;
   }
 
 private:

@@ -1,4 +1,6 @@
 #include <cmath>
+#include <cstring>
+#include <sstream>
 
 #include "stoker/errors.hpp"
 #include "stoker/step_engine.hpp"
@@ -55,6 +57,71 @@ public:
 
   bool simulated() const override {
     return false;
+  }
+
+  caf::expected<std::string> save_state() override {
+    try {
+      // Two archives, each length-prefixed: model, then optimizer.
+      std::string out;
+      auto append = [&](torch::serialize::OutputArchive& archive) {
+        std::ostringstream bytes;
+        archive.save_to(bytes);
+        auto text = bytes.str();
+        uint64_t size = text.size();
+        out.append(reinterpret_cast<const char*>(&size), sizeof(size));
+        out += text;
+      };
+      torch::serialize::OutputArchive model_archive;
+      model_->save(model_archive);
+      append(model_archive);
+      torch::serialize::OutputArchive optimizer_archive;
+      optimizer_.save(optimizer_archive);
+      append(optimizer_archive);
+      return out;
+    } catch (const std::exception& e) {
+      return make_error(errc::trainer_failure,
+                        std::string{"cannot save the model: "} + e.what());
+    }
+  }
+
+  caf::error load_state(const std::string& state) override {
+    size_t at = 0;
+    auto next = [&](std::string& part) {
+      uint64_t size = 0;
+      if (state.size() - at < sizeof(size))
+        return false;
+      std::memcpy(&size, state.data() + at, sizeof(size));
+      at += sizeof(size);
+      if (size > state.size() - at)
+        return false;
+      part = state.substr(at, size);
+      at += size;
+      return true;
+    };
+    std::string model_bytes, optimizer_bytes;
+    if (!next(model_bytes) || !next(optimizer_bytes) || at != state.size())
+      return make_error(errc::invalid_config,
+                        "--resume: the checkpoint holds no model for "
+                        "trainer.device = \""
+                          + device_.str()
+                          + "\" (saved by the simulated accelerator?)");
+    try {
+      std::istringstream model_in{model_bytes};
+      torch::serialize::InputArchive model_archive;
+      model_archive.load_from(model_in, device_);
+      model_->load(model_archive);
+      std::istringstream optimizer_in{optimizer_bytes};
+      torch::serialize::InputArchive optimizer_archive;
+      optimizer_archive.load_from(optimizer_in, device_);
+      optimizer_.load(optimizer_archive);
+    } catch (const std::exception& e) {
+      return make_error(errc::invalid_config,
+                        std::string{"--resume: the checkpoint's model does "
+                                    "not fit this one (same model.* "
+                                    "settings expected): "}
+                          + e.what());
+    }
+    return caf::none;
   }
 
 private:

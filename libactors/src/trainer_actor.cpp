@@ -11,6 +11,7 @@
 #include "stoker/batch_check.hpp"
 #include "stoker/batch_codec.hpp"
 #include "stoker/batch_id_set.hpp"
+#include "stoker/checkpoint.hpp"
 #include "stoker/delivery_ledger.hpp"
 #include "stoker/errors.hpp"
 #include "stoker/step_engine.hpp"
@@ -28,6 +29,9 @@ uint64_t ns_between(clock_type::time_point a, clock_type::time_point b) {
 
 struct trainer_state {
   std::shared_ptr<step_engine> engine;
+  run_identity run;
+  std::string checkpoint_dir; // empty: no checkpoints
+  uint32_t checkpoint_every = 100;
   std::shared_ptr<buffer_pool> pool; // where batch buffers go back, if set
   std::optional<delivery_ledger> ledger;
   batch_expectation expect;
@@ -66,14 +70,67 @@ void log_progress(trainer_ptr self) {
   st.window_step_ns = st.window_wait_ns = 0;
 }
 
+run_identity identity_of(const run_config& cfg) {
+  auto& s = cfg.source;
+  return run_identity{s.dataset_size, s.epochs, s.batch_size, s.seed,
+                      s.shuffle};
+}
+
+// Saves model, optimizer and data cursor; false (after quitting with the
+// reason) if it cannot: going on would risk more than stopping.
+bool save_checkpoint(trainer_ptr self) {
+  auto& s = self->state;
+  auto t0 = clock_type::now();
+  auto engine_state = s.engine->save_state();
+  if (!engine_state) {
+    self->quit(engine_state.error());
+    return false;
+  }
+  checkpoint c;
+  c.run = s.run;
+  c.step = s.stats.steps;
+  c.done_below = s.consumed.watermark();
+  c.done_ids = s.consumed.sparse();
+  c.ledger_bits = s.ledger->pack();
+  c.delivered = s.ledger->delivered();
+  c.duplicates = s.ledger->duplicates();
+  c.engine_state = std::move(*engine_state);
+  if (auto err = write_checkpoint(c, s.checkpoint_dir)) {
+    self->quit(err);
+    return false;
+  }
+  caf::aout(self) << "checkpoint: step " << c.step << " saved to "
+                  << checkpoint_path(s.checkpoint_dir) << " ("
+                  << ns_between(t0, clock_type::now()) / 1000000 << " ms)"
+                  << std::endl;
+  return true;
+}
+
 trainer_actor::behavior_type
 trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
            run_config cfg, router_actor router,
-           std::shared_ptr<buffer_pool> pool) {
+           std::shared_ptr<buffer_pool> pool,
+           std::shared_ptr<const checkpoint> resumed) {
   auto& st = self->state;
   st.engine = std::move(engine);
   st.pool = std::move(pool);
+  st.run = identity_of(cfg);
+  st.checkpoint_dir = cfg.trainer.checkpoint_dir;
+  st.checkpoint_every = cfg.trainer.checkpoint_every;
   st.ledger.emplace(cfg.source.dataset_size, cfg.source.epochs);
+  trainer_hello hello{cfg.trainer.prefetch, cfg.node_host, 0, {}};
+  if (resumed) {
+    st.ledger->restore(resumed->ledger_bits, resumed->delivered,
+                       resumed->duplicates);
+    st.consumed.restore(resumed->done_below, resumed->done_ids);
+    st.stats.steps = resumed->step;
+    st.stats.resumed_samples = resumed->delivered;
+    hello.done_below = resumed->done_below;
+    hello.done_ids = resumed->done_ids;
+    caf::aout(self) << "trainer: resumed from step " << resumed->step
+                    << " (" << st.ledger->unique()
+                    << " samples trained before)" << std::endl;
+  }
   st.expect = batch_expectation{cfg.synthetic.height,
                                 cfg.synthetic.width,
                                 cfg.synthetic.channels,
@@ -86,8 +143,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   st.stats.simulated = st.engine->simulated();
   st.log_every = cfg.trainer.log_every;
   self->send(router, credit_atom::value,
-             caf::actor_cast<trainer_actor>(self), cfg.trainer.prefetch,
-             cfg.node_host);
+             caf::actor_cast<trainer_actor>(self), std::move(hello));
   return {
     [=](image_batch& batch) {
       auto& s = self->state;
@@ -143,6 +199,8 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
                  backlog);
       if (s.stats.steps % s.log_every == 0)
         log_progress(self);
+      if (!s.checkpoint_dir.empty() && s.stats.steps % s.checkpoint_every == 0)
+        save_checkpoint(self);
     },
     [=](stats_atom) {
       auto& s = self->state;
@@ -163,9 +221,22 @@ spawn_trainer(caf::actor_system& sys, const run_config& cfg,
   auto engine = make_step_engine(cfg.trainer);
   if (!engine)
     return std::move(engine.error());
+  std::shared_ptr<const checkpoint> resumed;
+  if (cfg.resume) {
+    auto loaded = read_checkpoint(cfg.trainer.checkpoint_dir);
+    if (!loaded)
+      return std::move(loaded.error());
+    if (auto err = check_resumable(loaded->run, identity_of(cfg)))
+      return err;
+    if (auto err = (*engine)->load_state(loaded->engine_state))
+      return err;
+    loaded->engine_state.clear(); // in the engine now
+    resumed = std::make_shared<const checkpoint>(std::move(*loaded));
+  }
   std::shared_ptr<step_engine> shared = std::move(*engine);
   return sys.spawn<caf::detached>(trainer_fn, std::move(shared), cfg,
-                                  std::move(router), std::move(pool));
+                                  std::move(router), std::move(pool),
+                                  std::move(resumed));
 }
 
 } // namespace stoker

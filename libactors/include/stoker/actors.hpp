@@ -28,8 +28,9 @@ namespace stoker {
 //                                      batch_channel.hpp)
 //   worker --done, report--> router   (rate and queue estimates; also
 //                                      every router.report-interval)
-//   trainer --credit, n, host--> router  (here, on this machine, wants
-//                                         >= n batches in flight)
+//   trainer --credit, hello--> router (here: its machine, the least it
+//                                      wants in flight, what it trained on
+//                                      before a restart)
 //   trainer --ack, id, wait, step, backlog--> router (consumed: the lease
 //                                   ends; how long it waited for data and
 //                                   how many batches wait in front of it)
@@ -72,7 +73,7 @@ using worker_actor = caf::typed_actor<
 /// in ms.
 using router_actor = caf::typed_actor<
   caf::reacts_to<join_atom, worker_actor, std::string, std::string>,
-  caf::reacts_to<credit_atom, trainer_actor, uint32_t, std::string>,
+  caf::reacts_to<credit_atom, trainer_actor, trainer_hello>,
   caf::reacts_to<ack_atom, uint64_t, uint64_t, uint64_t, uint64_t>,
   caf::reacts_to<done_atom, worker_actor, worker_report>,
   caf::reacts_to<tick_atom>,
@@ -126,7 +127,8 @@ worker_actor spawn_worker(caf::actor_system& sys, worker_setup setup,
 /// Spawns a detached trainer; returns an error if its device cannot be
 /// set up (e.g. `cuda` without a GPU). With a `pool`, each batch's buffer
 /// goes back to it after the step (the batch_listener that filled it
-/// takes it from there).
+/// takes it from there). With `cfg.resume` it loads the checkpoint in
+/// trainer.checkpoint-dir first; an error names what does not fit.
 caf::expected<trainer_actor>
 spawn_trainer(caf::actor_system& sys, const run_config& cfg,
               router_actor router, std::shared_ptr<buffer_pool> pool = nullptr);

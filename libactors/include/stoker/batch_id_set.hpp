@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <set>
+#include <vector>
 
 namespace stoker {
 
@@ -21,6 +22,15 @@ public:
 
   /// Ids stored above the watermark (for tests and memory accounting).
   size_t sparse_size() const noexcept { return above_.size(); }
+
+  /// Every id below it is in (for a checkpoint).
+  uint64_t watermark() const noexcept { return watermark_; }
+
+  /// The ids above the watermark, ascending (for a checkpoint).
+  std::vector<uint64_t> sparse() const;
+
+  /// Restores what watermark() and sparse() gave.
+  void restore(uint64_t watermark, const std::vector<uint64_t>& ids);
 
 private:
   uint64_t watermark_ = 0; // every id below is in

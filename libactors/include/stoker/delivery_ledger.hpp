@@ -21,6 +21,14 @@ public:
   uint64_t unique() const noexcept { return unique_; }
   uint64_t duplicates() const noexcept { return duplicates_; }
   uint64_t unexpected() const noexcept { return unexpected_; }
+  /// The bits, epoch-major, 8 per byte (for a checkpoint).
+  std::vector<uint8_t> pack() const;
+
+  /// Restores what pack() gave and the counters; `bits` must be
+  /// (dataset_size * epochs + 7) / 8 bytes.
+  void restore(const std::vector<uint8_t>& bits, uint64_t delivered,
+               uint64_t duplicates);
+
   /// Samples of the run never delivered.
   uint64_t missing() const noexcept {
     return dataset_size_ * epochs_ - unique_;

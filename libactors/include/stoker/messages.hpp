@@ -89,6 +89,16 @@ struct worker_report {
   uint64_t busy_total_ns = 0; ///< busy time so far
 };
 
+/// What a trainer tells the router when it is ready: the least it wants
+/// in flight, the machine it is on, and (when it resumed from a
+/// checkpoint) the batches it trained on before, which the router skips.
+struct trainer_hello {
+  uint32_t prefetch = 4;
+  std::string host;
+  uint64_t done_below = 0;        ///< every batch id below was trained on
+  std::vector<uint64_t> done_ids; ///< and these
+};
+
 /// Counters of one worker, for the run report.
 struct worker_stats {
   std::string name;
@@ -108,6 +118,7 @@ struct trainer_stats {
   uint64_t duplicates = 0;
   uint64_t rejected_batches = 0;
   uint64_t dropped_copies = 0; ///< second copies of a batch (hedging), dropped
+  uint64_t resumed_samples = 0; ///< delivered before a restart (checkpoint)
   uint64_t wait_ns = 0; ///< accelerator idle: time spent waiting for data
   uint64_t step_ns = 0; ///< time spent in training steps
   double last_loss = 0.0;
@@ -121,6 +132,7 @@ struct router_summary {
   uint64_t batches_acked = 0;
   uint64_t batches_hedged = 0; ///< leased a second time as stragglers
   uint64_t batches_released = 0; ///< re-leased because a worker was lost
+  uint64_t batches_resumed = 0;  ///< trained before a restart: skipped
   std::vector<std::string> lost_workers; ///< died or went silent
   uint64_t samples_expected = 0;
   uint64_t wall_ns = 0;
@@ -152,6 +164,12 @@ typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, trainer_hello& x) {
+  return f(caf::meta::type_name("trainer_hello"), x.prefetch, x.host,
+           x.done_below, x.done_ids);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_stats& x) {
   return f(caf::meta::type_name("worker_stats"), x.name, x.batches, x.samples,
            x.busy_ns, x.alive_ns);
@@ -161,7 +179,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
   return f(caf::meta::type_name("trainer_stats"), x.device, x.simulated,
            x.steps, x.samples_delivered, x.unique_samples, x.duplicates,
-           x.rejected_batches, x.dropped_copies, x.wait_ns, x.step_ns,
+           x.rejected_batches, x.dropped_copies, x.resumed_samples,
+           x.wait_ns, x.step_ns,
            x.last_loss,
            x.first_error);
 }
@@ -170,7 +189,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
   return f(caf::meta::type_name("router_summary"), x.policy,
            x.batches_leased, x.batches_acked, x.batches_hedged,
-           x.batches_released, x.lost_workers,
+           x.batches_released, x.batches_resumed, x.lost_workers,
            x.samples_expected, x.wall_ns, x.window, x.window_max,
            x.window_changes, x.window_last_change);
 }

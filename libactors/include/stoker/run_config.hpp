@@ -54,6 +54,8 @@ struct trainer_spec {
   double lr = 0.001;
   double momentum = 0.9;
   uint32_t threads = 0; ///< LibTorch intra-op threads; 0 = LibTorch default
+  std::string checkpoint_dir; ///< empty: no checkpoints (node-local)
+  uint32_t checkpoint_every = 100; ///< steps between checkpoints
   vit_spec model;
 };
 
@@ -111,6 +113,7 @@ struct run_config {
   cluster_spec cluster;
   std::string config_source; ///< the file (or embedded default) it came from
   std::string report_path;   ///< empty: no JSON report
+  bool resume = false; ///< the trainer continues from its last checkpoint
   synthetic_spec synthetic;
   /// The article's workload: 1000 steps of batch 64.
   source_spec source{64000, 64, 1, true, 0};
@@ -144,7 +147,8 @@ typename Inspector::result_type inspect(Inspector& f, router_spec& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_spec& x) {
   return f(caf::meta::type_name("trainer_spec"), x.device, x.sim_step_ms,
-           x.log_every, x.prefetch, x.lr, x.momentum, x.threads, x.model);
+           x.log_every, x.prefetch, x.lr, x.momentum, x.threads,
+           x.checkpoint_dir, x.checkpoint_every, x.model);
 }
 
 /// What the head tells every node it runs: the pipeline and the trainer

@@ -26,7 +26,7 @@ struct run_report {
   uint64_t missing = 0; ///< samples of the run never trained on
   uint64_t steps = 0;
   double wall_s = 0.0;
-  double throughput_sps = 0.0; ///< samples_delivered / wall_s
+  double throughput_sps = 0.0; ///< samples delivered in this run / wall_s
   double accelerator_idle_fraction = 0.0; ///< wait / (wait + step time)
   std::string trainer_device;
   bool trainer_simulated = false;
@@ -35,6 +35,7 @@ struct run_report {
   uint64_t batches_acked = 0;  ///< leases the trainer acknowledged
   uint64_t batches_hedged = 0; ///< stragglers leased a second time
   uint64_t batches_released = 0; ///< re-leased because a worker was lost
+  uint64_t batches_resumed = 0;  ///< trained before a restart: skipped
   std::vector<std::string> lost_workers; ///< died or went silent
   uint64_t dropped_copies = 0; ///< second copies the trainer dropped
   uint32_t window = 0;         ///< in-flight window at the end, batches

@@ -30,6 +30,13 @@ public:
 
   /// True for the simulated accelerator: its output must say so.
   virtual bool simulated() const = 0;
+
+  /// The model and optimizer as bytes, for a checkpoint (empty for the
+  /// simulated accelerator).
+  virtual caf::expected<std::string> save_state() = 0;
+
+  /// Restores what save_state() gave; errors name what does not fit.
+  virtual caf::error load_state(const std::string& state) = 0;
 };
 
 /// A simulated accelerator for machines without one: sleeps `step_ms` per
