@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "stoker/checkpoint.hpp"
+
 // Runs the real stoker-node binary, as a user would.
 
 namespace {
@@ -75,6 +77,32 @@ BOOST_AUTO_TEST_CASE(bad_config_file_exits_2_naming_file_and_line) {
   o = run_node("--config-file=/nonexistent.ini");
   BOOST_TEST(o.exit_code == 2);
   BOOST_TEST(mentions(o, "/nonexistent.ini: cannot open"));
+}
+
+BOOST_AUTO_TEST_CASE(an_address_that_does_not_parse_exits_2) {
+  auto o = run_node("--role=worker --cluster.head=nohost");
+  BOOST_TEST(o.exit_code == 2);
+  BOOST_TEST(mentions(o, "cluster.head = \"nohost\": expected HOST:PORT"));
+}
+
+BOOST_AUTO_TEST_CASE(a_loss_that_turns_nan_stops_and_keeps_the_last_checkpoint) {
+  auto dir = "/tmp/stoker-cli-nan-" + std::to_string(::getpid());
+  // A tiny CPU ViT with an absurd learning rate diverges in a few steps.
+  auto o = run_node("--trainer.device=cpu --model.width=32 --model.depth=1 "
+                    "--model.heads=2 --model.mlp-dim=32 --model.patch-size=16 "
+                    "--pipeline.height=32 --pipeline.width=32 "
+                    "--pipeline.num-classes=10 --pipeline.dataset-size=512 "
+                    "--pipeline.batch-size=16 --trainer.lr=1000 "
+                    "--trainer.checkpoint-every=1 --trainer.checkpoint-dir="
+                    + dir);
+  BOOST_TEST(o.exit_code == 1);
+  BOOST_TEST(mentions(o, "expected a finite number"));
+  auto saved = stoker::read_checkpoint(dir);
+  BOOST_REQUIRE(saved); // intact: written before the bad step, never after
+  BOOST_TEST(saved->step >= 1u);
+  BOOST_TEST(!saved->engine_state.empty());
+  std::remove(stoker::checkpoint_path(dir).c_str());
+  ::rmdir(dir.c_str());
 }
 
 BOOST_AUTO_TEST_CASE(help_exits_0) {
