@@ -516,6 +516,8 @@ BOOST_AUTO_TEST_CASE(a_killed_trainer_resumes_from_its_checkpoint_exactly_once) 
     auto port_file = tmp_path(tag + ".port");
     std::remove(port_file.c_str());
     auto head_args = run;
+    // Not long to wait for a trainer that is not coming back.
+    head_args.push_back("--cluster.join-timeout=5s");
     for (auto a : {"--role=head", "--cluster.port=0"})
       head_args.push_back(a);
     head_args.push_back("--cluster.port-file=" + port_file);
@@ -542,7 +544,7 @@ BOOST_AUTO_TEST_CASE(a_killed_trainer_resumes_from_its_checkpoint_exactly_once) 
   wait_exit(first[1], 5s);
   BOOST_TEST(wait_exit(first[0], 60s) == 1);
   BOOST_TEST(read_file(first[0].log).find("the trainer exited before the "
-                                          "run ended")
+                                          "run ended and none rejoined")
                != std::string::npos,
              read_file(first[0].log));
   BOOST_TEST(wait_exit(first[2], 20s) == 0);
@@ -564,6 +566,54 @@ BOOST_AUTO_TEST_CASE(a_killed_trainer_resumes_from_its_checkpoint_exactly_once) 
                                   std::regex{R"("batches_resumed": (\d+))"}));
   BOOST_TEST(std::stoi(m[1]) >= 20); // skipped: in the checkpoint
   std::remove(report.c_str());
+  std::remove((dir + "/checkpoint.stoker").c_str());
+  ::rmdir(dir.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(a_restarted_trainer_rejoins_the_running_head) {
+  auto dir = tmp_path("rejoin-ckpt");
+  std::remove((dir + "/checkpoint.stoker").c_str());
+  auto report = tmp_path("rejoin.json");
+  auto port_file = tmp_path("rejoin.port");
+  std::remove(port_file.c_str());
+  const std::vector<std::string> run = {
+    "--trainer.device=sim", "--trainer.sim-step-ms=10",
+    "--pipeline.height=32", "--pipeline.width=32",
+    "--pipeline.dataset-size=3200", "--pipeline.batch-size=16"};
+  auto head_args = run;
+  head_args.insert(head_args.end(),
+                   {"--role=head", "--cluster.port=0",
+                    "--cluster.port-file=" + port_file, "--report=" + report,
+                    "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]"});
+  auto head = start_node(head_args, tmp_path("rejoin-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  std::vector<std::string> trainer_args = {
+    "--role=trainer", "--node.name=t-0", at, "--trainer.device=sim",
+    "--trainer.checkpoint-dir=" + dir, "--trainer.checkpoint-every=10"};
+  auto trainer = start_node(trainer_args, tmp_path("rejoin-t0.log"));
+  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
+                           tmp_path("rejoin-wa.log"));
+  BOOST_REQUIRE(wait_for_text(trainer.log, "checkpoint: step 20 saved", 60s));
+  ::kill(trainer.pid, SIGKILL);
+  wait_exit(trainer, 5s);
+  BOOST_REQUIRE(wait_for_text(head.log, "for a trainer started with --resume",
+                              20s));
+  trainer_args.push_back("--resume");
+  auto again = start_node(trainer_args, tmp_path("rejoin-t0b.log"));
+  BOOST_TEST(wait_exit(head, 60s) == 0, read_file(head.log));
+  BOOST_TEST(wait_exit(again, 20s) == 0);
+  BOOST_TEST(wait_exit(worker, 20s) == 0);
+  BOOST_TEST(read_file(head.log).find("a trainer rejoined from its checkpoint")
+             != std::string::npos);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"samples_delivered\": 3200,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
   std::remove((dir + "/checkpoint.stoker").c_str());
   ::rmdir(dir.c_str());
 }

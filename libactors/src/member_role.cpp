@@ -190,6 +190,21 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg) {
         running = false;
         return done_atom::value;
       },
+      [&](trainer_endpoint& t) {
+        // A trainer joined after this worker node: connect, and give every
+        // local worker its batch stream.
+        auto direct = sys.middleman().remote_actor<trainer_actor>(t.host,
+                                                                  t.port);
+        if (!direct) {
+          std::cerr << "stoker-node: cannot reach trainer '" << t.node
+                    << "' at " << t.host << ":" << t.port << ": "
+                    << sys.render(direct.error()) << std::endl;
+          return;
+        }
+        if (t.data_port != 0)
+          for (auto& a : local->actors)
+            self->send(a, batch_route{*direct, t.host, t.data_port});
+      },
       [&](caf::down_msg& msg) {
         if (msg.source == caf::actor_cast<caf::actor_addr>(*registry)) {
           std::cerr << "stoker-node: the head went away before the run "

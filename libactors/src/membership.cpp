@@ -25,6 +25,11 @@ caf::error membership::join(const std::string& name) {
   return caf::none;
 }
 
+void membership::leave(const std::string& name) {
+  joined_.erase(std::remove(joined_.begin(), joined_.end(), name),
+                joined_.end());
+}
+
 bool membership::complete() const {
   return missing().empty();
 }

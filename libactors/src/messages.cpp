@@ -54,6 +54,7 @@ void register_message_types(caf::actor_system_config& cfg) {
     .add_message_type<router_actor>("stoker::router_actor")
     .add_message_type<registry_actor>("stoker::registry_actor")
     .add_message_type<run_config>("stoker::run_config")
+    .add_message_type<batch_route>("stoker::batch_route")
     .add_message_type<trainer_endpoint>("stoker::trainer_endpoint")
     .add_message_type<std::vector<trainer_endpoint>>(
       "std::vector<stoker::trainer_endpoint>")

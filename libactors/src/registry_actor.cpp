@@ -1,4 +1,5 @@
 #include <iostream>
+#include <algorithm>
 #include <map>
 
 #include <caf/stateful_actor.hpp>
@@ -17,6 +18,8 @@ struct registry_state {
   membership members{{}};
   roster current;
   std::map<std::string, std::string> hosts; // node name -> node.host
+  std::map<caf::actor_addr, std::string> names; // control -> node name
+  std::vector<caf::actor> worker_controls;      // told of new trainers
   std::vector<trainer_endpoint> trainers;
   // Worker nodes wait for a trainer to connect to; `wait` for everyone.
   std::vector<caf::typed_response_promise<welcome>> waiting_for_trainer;
@@ -56,6 +59,32 @@ registry_actor::behavior_type registry_fn(registry_ptr self, run_config cfg,
   st.members = membership{std::move(expected)};
   st.cfg = std::move(cfg);
   st.router = std::move(router);
+  self->set_down_handler([=](caf::down_msg& msg) {
+    auto& s = self->state;
+    auto i = s.names.find(msg.source);
+    if (i == s.names.end())
+      return;
+    auto name = i->second;
+    s.names.erase(i);
+    s.members.leave(name);
+    auto& n = s.current.nodes;
+    n.erase(std::remove(n.begin(), n.end(), name), n.end());
+    for (auto* c : {&s.current.controls, &s.worker_controls})
+      c->erase(std::remove_if(c->begin(), c->end(),
+                              [&](auto& x) {
+                                return x.address() == msg.source;
+                              }),
+               c->end());
+    auto& t = s.trainers;
+    for (size_t k = 0; k < t.size(); ++k)
+      if (t[k].node == name) {
+        t.erase(t.begin() + static_cast<std::ptrdiff_t>(k));
+        s.current.trainers.erase(s.current.trainers.begin()
+                                 + static_cast<std::ptrdiff_t>(k));
+        break;
+      }
+    std::cout << "head: node '" << name << "' left" << std::endl;
+  });
   return {
     [=](hello_atom, node_info& info) -> caf::result<welcome> {
       auto& s = self->state;
@@ -71,8 +100,15 @@ registry_actor::behavior_type registry_fn(registry_ptr self, run_config cfg,
                       : ", device " + info.device)
                 << ")" << std::endl;
       s.hosts[info.name] = info.host;
-      if (info.control)
+      if (info.control) {
+        // When its process goes, its name is free again (a restarted
+        // trainer rejoins under the same name).
+        self->monitor(info.control);
+        s.names[info.control.address()] = info.name;
+        if (info.role == "worker")
+          s.worker_controls.push_back(info.control);
         s.current.controls.push_back(std::move(info.control));
+      }
       if (info.role == "worker" && s.trainers.empty()) {
         s.waiting_for_trainer.push_back(
           self->template make_response_promise<welcome>());
@@ -93,6 +129,10 @@ registry_actor::behavior_type registry_fn(registry_ptr self, run_config cfg,
         trainer_endpoint& where) {
       auto& s = self->state;
       s.current.trainers.push_back(std::move(trainer));
+      // Worker nodes that joined before connect to it too (a trainer
+      // restarted with --resume comes back on new ports).
+      for (auto& control : s.worker_controls)
+        caf::anon_send(control, where);
       s.trainers.push_back(std::move(where));
       for (auto& promise : s.waiting_for_trainer)
         promise.deliver(welcome_of(self));

@@ -29,6 +29,12 @@ struct lease {
 
 struct router_state {
   router_spec spec;
+  // A trainer that checkpoints can be restarted: the items it acked since
+  // its last checkpoint are kept until it says `saved`, and while it is
+  // gone (since when, why) nothing is leased.
+  bool trainer_checkpoints = false;
+  std::map<uint64_t, work_item> unsaved;
+  std::optional<uint64_t> trainer_lost_at;
   batch_id_set resumed; // trained before a restart: never leased again
   std::deque<work_item> orphans; // a lost worker's, waiting for a live one
   std::optional<uint64_t> no_workers_since; // ns, while none is alive
@@ -73,7 +79,7 @@ void maybe_finish(router_ptr self) {
     return;
   }
   if (st.source_done && st.pending.empty() && st.leases.empty()
-      && st.orphans.empty()) {
+      && st.orphans.empty() && !st.trainer_lost_at) {
     st.summary.wall_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now()
                                                            - st.run_started)
@@ -227,6 +233,48 @@ void hedge_stragglers(router_ptr self) {
   }
 }
 
+// The trainer died. One that checkpoints may come back with --resume:
+// everything it had not saved (in flight, or acked since its last
+// checkpoint) goes back to the front of the queue, and nothing moves until
+// a trainer says hello. Otherwise the run ends with the reason.
+void lose_trainer(router_ptr self, const std::string& why) {
+  auto& st = self->state;
+  if (!st.trainer_checkpoints) {
+    if (!st.failure)
+      st.failure = make_error(errc::run_failure,
+                              "the trainer exited before the run ended"
+                                + (why.empty() ? "" : ": " + why));
+    return;
+  }
+  std::vector<work_item> redo;
+  for (auto& [id, item] : st.unsaved)
+    redo.push_back(std::move(item));
+  for (auto& [id, l] : st.leases)
+    redo.push_back(std::move(l.item));
+  for (auto& item : st.orphans)
+    redo.push_back(std::move(item));
+  st.unsaved.clear();
+  st.leases.clear();
+  st.orphans.clear();
+  st.recent_ns.clear();
+  std::sort(redo.begin(), redo.end(), [](auto& a, auto& b) {
+    return a.batch_id < b.batch_id;
+  });
+  st.pending.insert(st.pending.begin(), std::make_move_iterator(redo.begin()),
+                    std::make_move_iterator(redo.end()));
+  st.trainer = nullptr;
+  st.window.reset();
+  st.trainer_lost_at = st.now_ns();
+  caf::aout(self) << "router: the trainer exited before the run ended"
+                  << (why.empty() ? "" : ": " + why) << "; " << redo.size()
+                  << " batch(es) not in its checkpoint wait for it; waiting up "
+                     "to "
+                  << st.spec.no_worker_timeout.count()
+                  << " ms (cluster.join-timeout) for a trainer started with "
+                     "--resume"
+                  << std::endl;
+}
+
 // Workers silent past cluster.heartbeat-timeout (beyond their current
 // item) are lost, as if they had died: a hung process keeps its connection
 // open, so no down message would come. With no live worker for
@@ -250,6 +298,20 @@ void check_heartbeats(router_ptr self) {
                     + std::to_string(st.spec.heartbeat_timeout.count())
                     + " ms)");
   }
+  auto timeout_ns = static_cast<uint64_t>(
+    std::chrono::duration_cast<std::chrono::nanoseconds>(
+      st.spec.no_worker_timeout)
+      .count());
+  if (st.trainer_lost_at && now - *st.trainer_lost_at > timeout_ns
+      && !st.failure) {
+    st.failure = make_error(errc::run_failure,
+                            "the trainer exited before the run ended and "
+                            "none rejoined within cluster.join-timeout ("
+                              + std::to_string(
+                                st.spec.no_worker_timeout.count())
+                              + " ms)");
+    maybe_finish(self);
+  }
   if (st.table.alive_workers() > 0 || st.workers.empty()) {
     st.no_workers_since.reset();
     return;
@@ -260,12 +322,7 @@ void check_heartbeats(router_ptr self) {
                     << st.spec.no_worker_timeout.count()
                     << " ms (cluster.join-timeout) for one to join"
                     << std::endl;
-  } else if (now - *st.no_workers_since
-               > static_cast<uint64_t>(
-                 std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   st.spec.no_worker_timeout)
-                   .count())
-             && !st.failure) {
+  } else if (now - *st.no_workers_since > timeout_ns && !st.failure) {
     st.failure = make_error(errc::run_failure,
                             "every worker was lost and none joined within "
                             "cluster.join-timeout ("
@@ -307,9 +364,13 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       maybe_finish(self);
       return;
     }
+    auto why = msg.reason ? describe(msg.reason) : std::string{};
+    if (msg.source == caf::actor_cast<caf::actor_addr>(s.trainer)) {
+      lose_trainer(self, why);
+      maybe_finish(self);
+      return;
+    }
     std::string who = "an actor";
-    if (msg.source == caf::actor_cast<caf::actor_addr>(s.trainer))
-      who = "the trainer";
     if (!s.failure)
       s.failure = make_error(errc::run_failure,
                              who + " exited before the run ended"
@@ -332,6 +393,25 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       auto& s = self->state;
       if (s.trainer)
         return; // one trainer per run (see docs/architecture.md)
+      if (s.trainer_lost_at && !hello.resumed) {
+        // Its empty ledger would count everything trained before as
+        // missing, and its model never saw it: refuse, keep waiting.
+        caf::aout(self) << "router: a trainer joined without --resume "
+                           "after the first one was lost; refused (start "
+                           "it with --resume and the same "
+                           "trainer.checkpoint-dir)"
+                        << std::endl;
+        self->send_exit(trainer, caf::exit_reason::user_shutdown);
+        return;
+      }
+      if (s.trainer_lost_at)
+        caf::aout(self) << "router: a trainer rejoined from its checkpoint "
+                           "(batches below "
+                        << hello.done_below << " and "
+                        << hello.done_ids.size() << " more trained)"
+                        << std::endl;
+      s.trainer_lost_at.reset();
+      s.trainer_checkpoints = hello.checkpoints;
       s.trainer = std::move(trainer);
       self->monitor(s.trainer);
       s.table.set_trainer_host(hello.host);
@@ -349,6 +429,8 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       s.recent_ns.push_back(s.now_ns() - i->second.leased_ns);
       if (s.recent_ns.size() > hedge_history)
         s.recent_ns.pop_front();
+      if (s.trainer_checkpoints) // until its next checkpoint has it
+        s.unsaved.emplace(batch_id, std::move(i->second.item));
       s.leases.erase(i);
       ++s.summary.batches_acked;
       uint64_t queued = 0;
@@ -370,6 +452,9 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       else
         s.table.on_report(i->second, report.mailbox_depth, s.now_ns());
       dispatch(self); // local-only may have been waiting for a worker
+    },
+    [=](saved_atom) {
+      self->state.unsaved.clear(); // all acked so far is in the checkpoint
     },
     [=](tick_atom) {
       auto& s = self->state;

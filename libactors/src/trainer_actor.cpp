@@ -78,7 +78,7 @@ run_identity identity_of(const run_config& cfg) {
 
 // Saves model, optimizer and data cursor; false (after quitting with the
 // reason) if it cannot: going on would risk more than stopping.
-bool save_checkpoint(trainer_ptr self) {
+bool save_checkpoint(trainer_ptr self, const router_actor& router) {
   auto& s = self->state;
   auto t0 = clock_type::now();
   auto engine_state = s.engine->save_state();
@@ -99,6 +99,9 @@ bool save_checkpoint(trainer_ptr self) {
     self->quit(err);
     return false;
   }
+  // The router may forget the items acked so far: a restarted trainer
+  // will not need them again.
+  self->send(router, saved_atom::value);
   caf::aout(self) << "checkpoint: step " << c.step << " saved to "
                   << checkpoint_path(s.checkpoint_dir) << " ("
                   << ns_between(t0, clock_type::now()) / 1000000 << " ms)"
@@ -118,7 +121,12 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   st.checkpoint_dir = cfg.trainer.checkpoint_dir;
   st.checkpoint_every = cfg.trainer.checkpoint_every;
   st.ledger.emplace(cfg.source.dataset_size, cfg.source.epochs);
-  trainer_hello hello{cfg.trainer.prefetch, cfg.node_host, 0, {}};
+  trainer_hello hello{cfg.trainer.prefetch,
+                      cfg.node_host,
+                      !cfg.trainer.checkpoint_dir.empty(),
+                      resumed != nullptr,
+                      0,
+                      {}};
   if (resumed) {
     st.ledger->restore(resumed->ledger_bits, resumed->delivered,
                        resumed->duplicates);
@@ -200,7 +208,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
       if (s.stats.steps % s.log_every == 0)
         log_progress(self);
       if (!s.checkpoint_dir.empty() && s.stats.steps % s.checkpoint_every == 0)
-        save_checkpoint(self);
+        save_checkpoint(self, router);
     },
     [=](stats_atom) {
       auto& s = self->state;

@@ -138,6 +138,16 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
       report.busy_ns = busy;
       self->send(router, done_atom::value, me(), report);
     },
+    [=](batch_route& route) {
+      // A trainer that joined after this worker (e.g. one restarted with
+      // --resume): its batch stream from now on.
+      auto& st = self->state;
+      for (auto& known : st.routes)
+        if (known.trainer.address() == route.trainer.address())
+          return;
+      st.routes.push_back(std::move(route));
+      st.senders.emplace_back();
+    },
     [=](tick_atom) {
       // Between items: say it is alive and how much waits in its mailbox.
       self->send(router, done_atom::value, me(), make_report(self));

@@ -57,18 +57,35 @@ using trainer_actor = caf::typed_actor<
   caf::reacts_to<image_batch>,
   caf::replies_to<stats_atom>::with<trainer_stats>>;
 
+/// Where a trainer on another node takes batches on a direct stream
+/// (its batch_listener), so a worker need not send them as CAF messages.
+struct batch_route {
+  trainer_actor trainer;
+  std::string host;
+  uint16_t port = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_route& x) {
+  return f(caf::meta::type_name("batch_route"), x.trainer, x.host, x.port);
+}
+
 /// A CPU worker: runs mapper + transforms for each leased work item, sends
-/// the batch to `trainer` and reports to the router. Runs detached: one
+/// the batch to `trainer` and reports to the router. A `batch_route` adds a
+/// trainer's batch stream (one that joined after the worker). Runs detached: one
 /// batch is ~100 ms of blur, which must not starve the scheduler.
 using worker_actor = caf::typed_actor<
   caf::reacts_to<work_item, trainer_actor>,
   caf::reacts_to<tick_atom>,
+  caf::reacts_to<batch_route>,
   caf::replies_to<stats_atom>::with<worker_stats>>;
 
 /// Leases work items to workers (routing_table) and bounds what is in
 /// flight (inflight_window). `join` adds a worker named NAME on HOST;
 /// `credit` comes from the trainer; `tick` (to itself, every report
-/// interval) re-leases stragglers when hedging is on; `run` answers once
+/// interval) re-leases stragglers when hedging is on; `saved` (from a
+/// trainer that checkpoints) says every batch acked so far is in its
+/// checkpoint; `run` answers once
 /// every item has been acknowledged. Runs on the scheduler: it must answer
 /// in ms.
 using router_actor = caf::typed_actor<
@@ -77,6 +94,7 @@ using router_actor = caf::typed_actor<
   caf::reacts_to<ack_atom, uint64_t, uint64_t, uint64_t, uint64_t>,
   caf::reacts_to<done_atom, worker_actor, worker_report>,
   caf::reacts_to<tick_atom>,
+  caf::reacts_to<saved_atom>,
   caf::replies_to<run_atom>::with<router_summary>>;
 
 /// Spawns a source over `spec`.
@@ -97,13 +115,6 @@ router_actor spawn_router(caf::actor_system& sys, source_actor source,
                           const router_spec& spec, uint64_t expected_samples,
                           uint64_t batch_bytes);
 
-/// Where a trainer on another node takes batches on a direct stream
-/// (its batch_listener), so a worker need not send them as CAF messages.
-struct batch_route {
-  trainer_actor trainer;
-  std::string host;
-  uint16_t port = 0;
-};
 
 /// What a worker makes and how it behaves.
 struct worker_setup {

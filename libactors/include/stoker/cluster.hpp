@@ -84,7 +84,10 @@ using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 /// it can connect to it); `join` brings a node's actors in (workers go to
 /// the router at once, also in the middle of a run); `wait` answers once
 /// every expected node has joined; `roster` answers with who is in now.
-/// Runs on the scheduler.
+/// It monitors every node's control actor: when a node's process goes, its
+/// name is free again (a trainer restarted with --resume rejoins under it),
+/// and worker nodes get the endpoint of every trainer that joins after
+/// them. Runs on the scheduler.
 using registry_actor = caf::typed_actor<
   caf::replies_to<hello_atom, node_info>::with<welcome>,
   caf::reacts_to<join_atom, std::string, std::vector<worker_actor>>,

@@ -18,6 +18,10 @@ public:
   /// name is already in (two nodes must not share a name).
   caf::error join(const std::string& name);
 
+  /// Records that `name` left (its process is gone): a new node of that
+  /// name may join, e.g. a restarted trainer.
+  void leave(const std::string& name);
+
   bool contains(const std::string& name) const;
 
   /// Every expected node has joined.

@@ -95,6 +95,8 @@ struct worker_report {
 struct trainer_hello {
   uint32_t prefetch = 4;
   std::string host;
+  bool checkpoints = false; ///< it saves checkpoints (and says when)
+  bool resumed = false;     ///< it continued from a checkpoint
   uint64_t done_below = 0;        ///< every batch id below was trained on
   std::vector<uint64_t> done_ids; ///< and these
 };
@@ -166,7 +168,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_hello& x) {
   return f(caf::meta::type_name("trainer_hello"), x.prefetch, x.host,
-           x.done_below, x.done_ids);
+           x.checkpoints, x.resumed, x.done_below, x.done_ids);
 }
 
 template <class Inspector>
@@ -204,6 +206,7 @@ using done_atom = caf::atom_constant<caf::atom("done")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using saved_atom = caf::atom_constant<caf::atom("saved")>;
 
 /// Registers every message type of this header (and the actor handles of
 /// actors.hpp) with `cfg`; call once before the actor system starts.
