@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "stoker/batch_frame.hpp"
+#include "stoker/detail/tcp_listen.hpp"
 #include "stoker/errors.hpp"
 
 namespace stoker {
@@ -39,12 +40,10 @@ std::string address_of(const sockaddr* addr) {
 
 using addrinfo_ptr = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
 
-caf::expected<addrinfo_ptr> resolve(const std::string& host, uint16_t port,
-                                    bool passive) {
+caf::expected<addrinfo_ptr> resolve(const std::string& host, uint16_t port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = passive ? AI_PASSIVE : 0;
   addrinfo* found = nullptr;
   auto service = std::to_string(port);
   if (auto rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found))
@@ -108,7 +107,7 @@ batch_sender::~batch_sender() {
 caf::expected<batch_sender> batch_sender::connect(const std::string& host,
                                                   uint16_t port) {
   auto where = host + ":" + std::to_string(port);
-  auto addrs = resolve(host, port, false);
+  auto addrs = resolve(host, port);
   if (!addrs)
     return std::move(addrs.error());
   std::string last = "no address";
@@ -191,41 +190,16 @@ batch_listener::start(const std::string& bind, uint16_t port,
                       uint64_t max_data_bytes,
                       std::shared_ptr<buffer_pool> pool,
                       batch_handler on_batch, error_handler on_error) {
-  auto where = bind + ":" + std::to_string(port);
-  auto addrs = resolve(bind, port, true);
-  if (!addrs)
-    return std::move(addrs.error());
-  std::string last = "no address";
-  for (auto* a = addrs->get(); a != nullptr; a = a->ai_next) {
-    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
-                      a->ai_protocol);
-    if (fd < 0) {
-      last = system_reason(errno);
-      continue;
-    }
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_storage bound{};
-    socklen_t len = sizeof(bound);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 64) != 0
-        || ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
-      last = system_reason(errno);
-      ::close(fd);
-      continue;
-    }
-    auto actual = bound.ss_family == AF_INET6
-                    ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                    : reinterpret_cast<sockaddr_in*>(&bound)->sin_port;
-    auto result = std::make_unique<batch_listener>(
-      private_tag{}, fd, ntohs(actual), max_data_bytes, std::move(pool),
-      std::move(on_batch), std::move(on_error));
-    result->acceptor_ = std::thread{[self = result.get()] {
-      self->accept_loop();
-    }};
-    return result;
-  }
-  return make_error(errc::io_failure, "cannot listen for batch streams on "
-                                        + where + ": " + last);
+  auto socket = detail::tcp_listen(bind, port, "batch streams");
+  if (!socket)
+    return std::move(socket.error());
+  auto result = std::make_unique<batch_listener>(
+    private_tag{}, socket->fd, socket->port, max_data_bytes, std::move(pool),
+    std::move(on_batch), std::move(on_error));
+  result->acceptor_ = std::thread{[self = result.get()] {
+    self->accept_loop();
+  }};
+  return result;
 }
 
 batch_listener::~batch_listener() {

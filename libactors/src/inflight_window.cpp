@@ -39,6 +39,17 @@ void inflight_window::on_ack(uint64_t wait_ns, uint64_t step_ns,
     decide(queued_items);
 }
 
+uint32_t inflight_window::set_size(uint32_t n, const std::string& why) {
+  auto before = size_;
+  size_ = std::clamp(n, limits_.min, max_);
+  if (size_ != before) {
+    ++changes_;
+    last_change_ = "set " + std::to_string(before) + " -> "
+                   + std::to_string(size_) + ": " + why;
+  }
+  return size_;
+}
+
 void inflight_window::decide(uint64_t queued_items) {
   double total = static_cast<double>(wait_ns_ + step_ns_);
   double idle = total > 0 ? static_cast<double>(wait_ns_) / total : 0.0;

@@ -48,6 +48,10 @@ void register_message_types(caf::actor_system_config& cfg) {
     .add_message_type<trainer_hello>("stoker::trainer_hello")
     .add_message_type<trainer_stats>("stoker::trainer_stats")
     .add_message_type<router_summary>("stoker::router_summary")
+    .add_message_type<router_status>("stoker::router_status")
+    .add_message_type<worker_status>("stoker::worker_status")
+    .add_message_type<std::vector<worker_status>>(
+      "std::vector<stoker::worker_status>")
     .add_message_type<source_actor>("stoker::source_actor")
     .add_message_type<worker_actor>("stoker::worker_actor")
     .add_message_type<trainer_actor>("stoker::trainer_actor")
@@ -59,6 +63,8 @@ void register_message_types(caf::actor_system_config& cfg) {
     .add_message_type<std::vector<trainer_endpoint>>(
       "std::vector<stoker::trainer_endpoint>")
     .add_message_type<node_info>("stoker::node_info")
+    .add_message_type<node_row>("stoker::node_row")
+    .add_message_type<std::vector<node_row>>("std::vector<stoker::node_row>")
     .add_message_type<welcome>("stoker::welcome")
     .add_message_type<roster>("stoker::roster")
     .add_message_type<std::vector<worker_actor>>(

@@ -105,6 +105,12 @@ node_config::node_config() {
     .add<bool>("print-nodes", "print cluster.nodes, one per line, and exit")
     .add<bool>("resume", "the trainer continues from the checkpoint in "
                          "trainer.checkpoint-dir");
+  opt_group{custom_options_, "console"}
+    .add<int64_t>("port", "the head serves its console over TCP here; 0 = "
+                          "off (default 0)")
+    .add<string>("bind", "the console's address (default \"127.0.0.1\")")
+    .add<string>("token", "a client's first line must be this; required "
+                          "when console.bind is not loopback");
   opt_group{custom_options_, "node"}
     .add<string>("name", "this node's name (default: ROLE-PID)")
     .add<string>("host", "the machine it runs on, for the router's "

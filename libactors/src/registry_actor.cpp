@@ -1,5 +1,6 @@
 #include <iostream>
 #include <algorithm>
+#include <ctime>
 #include <map>
 
 #include <caf/stateful_actor.hpp>
@@ -20,6 +21,7 @@ struct registry_state {
   std::map<std::string, std::string> hosts; // node name -> node.host
   std::map<caf::actor_addr, std::string> names; // control -> node name
   std::vector<caf::actor> worker_controls;      // told of new trainers
+  std::vector<node_row> rows;                   // every node seen
   std::vector<trainer_endpoint> trainers;
   // Worker nodes wait for a trainer to connect to; `wait` for everyone.
   std::vector<caf::typed_response_promise<welcome>> waiting_for_trainer;
@@ -40,6 +42,11 @@ void joined(registry_ptr self, const std::string& node) {
     return;
   }
   st.current.nodes.push_back(node);
+  for (auto i = st.rows.rbegin(); i != st.rows.rend(); ++i)
+    if (i->name == node) {
+      i->state = "joined";
+      break;
+    }
   // Straight to stdout (not through CAF's printer actor) so the line comes
   // before the head's own "running".
   std::cout << "head: node '" << node << "' joined" << std::endl;
@@ -83,6 +90,11 @@ registry_actor::behavior_type registry_fn(registry_ptr self, run_config cfg,
                                  + static_cast<std::ptrdiff_t>(k));
         break;
       }
+    for (auto r = s.rows.rbegin(); r != s.rows.rend(); ++r)
+      if (r->name == name) {
+        r->state = "left";
+        break;
+      }
     std::cout << "head: node '" << name << "' left" << std::endl;
   });
   return {
@@ -100,6 +112,10 @@ registry_actor::behavior_type registry_fn(registry_ptr self, run_config cfg,
                       : ", device " + info.device)
                 << ")" << std::endl;
       s.hosts[info.name] = info.host;
+      s.rows.push_back(node_row{info.name, info.role, info.host, info.cores,
+                                info.workers, info.device,
+                                static_cast<int64_t>(std::time(nullptr)),
+                                "joining"});
       if (info.control) {
         // When its process goes, its name is free again (a restarted
         // trainer rejoins under the same name).
@@ -147,6 +163,7 @@ registry_actor::behavior_type registry_fn(registry_ptr self, run_config cfg,
         self->template make_response_promise<roster>());
       return s.waiting_for_all.back();
     },
+    [=](nodes_atom) { return self->state.rows; },
     [=](roster_atom) {
       auto r = self->state.current;
       r.missing = self->state.members.missing();

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -452,6 +453,84 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       else
         s.table.on_report(i->second, report.mailbox_depth, s.now_ns());
       dispatch(self); // local-only may have been waiting for a worker
+    },
+    [=](status_atom) {
+      auto& s = self->state;
+      router_status out;
+      out.summary = s.summary;
+      out.summary.policy = to_string(s.table.policy());
+      if (s.run_requested)
+        out.summary.wall_ns = static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(
+            clock_type::now() - s.run_started)
+            .count());
+      if (s.window) {
+        out.summary.window = s.window->size();
+        out.summary.window_max = s.window->max();
+        out.summary.window_changes = s.window->changes();
+        out.summary.window_last_change = s.window->last_change();
+      }
+      out.in_flight = s.leases.size();
+      out.batch_bytes = s.limits.batch_bytes;
+      out.trainer_present = static_cast<bool>(s.trainer);
+      auto now = s.now_ns();
+      auto samples = s.pending.empty()
+                       ? uint32_t{0}
+                       : static_cast<uint32_t>(
+                         s.pending.front().sample_ids.size());
+      for (size_t i = 0; i < s.table.workers().size(); ++i) {
+        auto& w = s.table.workers()[i];
+        worker_status ws;
+        ws.name = w.name;
+        ws.host = w.host;
+        ws.alive = w.alive;
+        ws.local = w.local;
+        ws.outstanding = w.outstanding_items;
+        ws.mailbox = w.mailbox_depth;
+        ws.items_done = w.items_done;
+        ws.rate_sps = w.has_rate ? w.rate_sps : 0.0;
+        ws.expected_delay_s = s.table.expected_delay(i, samples, now);
+        ws.overdue_ms = s.table.overdue_ns(i, now) / 1000000;
+        out.workers.push_back(std::move(ws));
+      }
+      return out;
+    },
+    [=](set_atom, const std::string& key,
+        const std::string& value) -> caf::result<std::string> {
+      auto& s = self->state;
+      if (key == "router.policy") {
+        auto p = parse_routing_policy(value);
+        if (!p)
+          return make_error(errc::invalid_config,
+                            "router.policy = " + value
+                              + ": expected least-loaded, round-robin, "
+                                "local-only or power-of-two");
+        s.table.set_policy(*p);
+        s.summary.policy = to_string(*p);
+        dispatch(self);
+        return "router.policy is now " + value;
+      }
+      if (key == "router.window") {
+        char* end = nullptr;
+        auto n = std::strtoul(value.c_str(), &end, 10);
+        if (value.empty() || *end != '\0' || n < 1 || n > 100000)
+          return make_error(errc::invalid_config,
+                            "router.window = " + value
+                              + ": expected a whole number from 1 to 100000");
+        s.limits.initial = static_cast<uint32_t>(n);
+        if (!s.window)
+          return "router.window will start at " + value;
+        auto took = s.window->set_size(static_cast<uint32_t>(n),
+                                       "set from the console");
+        dispatch(self);
+        return "router.window is now " + std::to_string(took)
+               + (took != n ? " (clamped to [trainer.prefetch, "
+                              "router.max-inflight-bytes])"
+                            : "");
+      }
+      return make_error(errc::invalid_config,
+                        "cannot set '" + key
+                          + "'; expected router.policy or router.window");
     },
     [=](saved_atom) {
       self->state.unsaved.clear(); // all acked so far is in the checkpoint

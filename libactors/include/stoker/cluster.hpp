@@ -35,6 +35,18 @@ struct node_info {
   caf::actor control;    ///< receives `shutdown` at the end of the run
 };
 
+/// One node as the head knows it (the console's `nodes`).
+struct node_row {
+  std::string name;
+  std::string role;
+  std::string host;
+  uint32_t cores = 0;
+  uint32_t workers = 0;
+  std::string device;
+  int64_t joined_unix_s = 0; ///< when it said hello
+  std::string state;         ///< "joining", "joined" or "left"
+};
+
 /// The head's answer to `hello`: what to run and whom to talk to.
 struct welcome {
   run_config config; ///< the pipeline, as the head has it
@@ -64,6 +76,12 @@ typename Inspector::result_type inspect(Inspector& f, node_info& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_row& x) {
+  return f(caf::meta::type_name("node_row"), x.name, x.role, x.host, x.cores,
+           x.workers, x.device, x.joined_unix_s, x.state);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, welcome& x) {
   return f(caf::meta::type_name("welcome"), x.config, x.router, x.trainers);
 }
@@ -78,12 +96,14 @@ using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using wait_atom = caf::atom_constant<caf::atom("wait")>;
 using roster_atom = caf::atom_constant<caf::atom("roster")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+using nodes_atom = caf::atom_constant<caf::atom("nodes")>;
 
 /// The head's front door, published on `cluster.port`. `hello` answers with
 /// the pipeline (a worker node's answer waits until a trainer has joined, so
 /// it can connect to it); `join` brings a node's actors in (workers go to
 /// the router at once, also in the middle of a run); `wait` answers once
-/// every expected node has joined; `roster` answers with who is in now.
+/// every expected node has joined; `roster` answers with who is in now;
+/// `nodes` with every node seen, joined or gone (the console).
 /// It monitors every node's control actor: when a node's process goes, its
 /// name is free again (a trainer restarted with --resume rejoins under it),
 /// and worker nodes get the endpoint of every trainer that joins after
@@ -93,7 +113,8 @@ using registry_actor = caf::typed_actor<
   caf::reacts_to<join_atom, std::string, std::vector<worker_actor>>,
   caf::reacts_to<join_atom, std::string, trainer_actor, trainer_endpoint>,
   caf::replies_to<wait_atom>::with<roster>,
-  caf::replies_to<roster_atom>::with<roster>>;
+  caf::replies_to<roster_atom>::with<roster>,
+  caf::replies_to<nodes_atom>::with<std::vector<node_row>>>;
 
 /// Spawns the registry for a run of `cfg`, waiting for `cfg.cluster.expect`.
 registry_actor spawn_registry(caf::actor_system& sys, const run_config& cfg,

@@ -39,6 +39,10 @@ public:
   /// Batches that may be in flight now.
   uint32_t size() const noexcept { return size_; }
 
+  /// Sets the window by hand (the console's `set router.window`), clamped
+  /// to [min, max]; it adapts from there. Returns the size it took.
+  uint32_t set_size(uint32_t n, const std::string& why);
+
   /// The most it may grow to: the byte budget in batches (at least min).
   uint32_t max() const noexcept { return max_; }
 

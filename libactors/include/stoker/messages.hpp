@@ -144,6 +144,29 @@ struct router_summary {
   std::string window_last_change; ///< why it last changed
 };
 
+/// One worker as the router sees it now (for the console).
+struct worker_status {
+  std::string name;
+  std::string host;
+  bool alive = true;
+  bool local = false;
+  uint64_t outstanding = 0; ///< leased, not yet made
+  uint64_t mailbox = 0;     ///< as last reported
+  uint64_t items_done = 0;
+  double rate_sps = 0.0;
+  double expected_delay_s = 0.0; ///< for one more batch
+  uint64_t overdue_ms = 0;       ///< its report is this late (stale if > 0)
+};
+
+/// The router now (for the console's `router` and `stats --json`).
+struct router_status {
+  router_summary summary; ///< counters so far (wall_ns: since the run began)
+  uint64_t in_flight = 0; ///< batches leased, not acknowledged
+  uint64_t batch_bytes = 0;
+  bool trainer_present = false;
+  std::vector<worker_status> workers;
+};
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_item& x) {
   return f(caf::meta::type_name("work_item"), x.epoch, x.batch_id,
@@ -188,6 +211,19 @@ typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_status& x) {
+  return f(caf::meta::type_name("worker_status"), x.name, x.host, x.alive,
+           x.local, x.outstanding, x.mailbox, x.items_done, x.rate_sps,
+           x.expected_delay_s, x.overdue_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, router_status& x) {
+  return f(caf::meta::type_name("router_status"), x.summary, x.in_flight,
+           x.batch_bytes, x.trainer_present, x.workers);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
   return f(caf::meta::type_name("router_summary"), x.policy,
            x.batches_leased, x.batches_acked, x.batches_hedged,
@@ -207,6 +243,8 @@ using run_atom = caf::atom_constant<caf::atom("run")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using saved_atom = caf::atom_constant<caf::atom("saved")>;
+using status_atom = caf::atom_constant<caf::atom("status")>;
+using set_atom = caf::atom_constant<caf::atom("set")>;
 
 /// Registers every message type of this header (and the actor handles of
 /// actors.hpp) with `cfg`; call once before the actor system starts.

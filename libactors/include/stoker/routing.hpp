@@ -111,6 +111,9 @@ public:
 
   routing_policy policy() const noexcept { return policy_; }
 
+  /// Changes the policy from the next pick on (the console's `set`).
+  void set_policy(routing_policy policy) noexcept { policy_ = policy; }
+
   const std::vector<worker_load>& workers() const noexcept { return workers_; }
 
 private:

@@ -103,6 +103,13 @@ struct router_spec {
   std::chrono::milliseconds no_worker_timeout{30000};
 };
 
+/// Where and how the head serves its console over TCP (`console.*`).
+struct console_spec {
+  uint16_t port = 0; ///< 0: no TCP console
+  std::string bind = "127.0.0.1";
+  std::string token; ///< required as the first line if not empty
+};
+
 /// One node's whole configuration, validated. Built by read_run_config.
 struct run_config {
   std::string role = "local"; ///< local, head, worker or trainer
@@ -119,6 +126,7 @@ struct run_config {
   source_spec source{64000, 64, 1, true, 0};
   blur_params blur;
   router_spec router;
+  console_spec console; ///< the head's TCP console (node-local)
   uint32_t workers = 0; ///< CPU workers; 0 = one per core
   /// Each worker of this node does its transform work this many times (it
   /// keeps the first result): makes slow workers for benchmarks and tests.
