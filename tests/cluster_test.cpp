@@ -231,6 +231,44 @@ std::string run_with_a_failing_worker(const std::string& tag, int signal,
   return json;
 }
 
+// A line-based console client, as `nc` would be.
+struct console_client {
+  int fd = -1;
+
+  explicit console_client(uint16_t port) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to))
+                  == 0);
+    timeval limit{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  }
+
+  ~console_client() { ::close(fd); }
+
+  // Sends a line (none if empty), returns what came back up to the next
+  // prompt or the goodbye.
+  std::string ask(const std::string& line) {
+    if (!line.empty())
+      ::send(fd, (line + "\n").data(), line.size() + 1, MSG_NOSIGNAL);
+    std::string out;
+    char buf[4096];
+    while (out.size() < 2 || out.compare(out.size() - 2, 2, "> ") != 0) {
+      auto n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0)
+        break;
+      out.append(buf, static_cast<size_t>(n));
+      if (out.find("bye") != std::string::npos)
+        break;
+    }
+    BOOST_TEST_MESSAGE("> " << line << "\n" << out);
+    return out;
+  }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(cluster)
@@ -665,32 +703,8 @@ BOOST_AUTO_TEST_CASE(the_tcp_console_inspects_and_steers_a_running_head) {
                 "--trainer.sim-step-ms=10", "--report=" + report}),
     tmp_path("console-head.log"));
   BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(console_port);
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to))
-                == 0);
-  timeval limit{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
-  // Sends a line, returns what came back up to the next prompt.
-  auto ask = [&](const std::string& line) {
-    if (!line.empty())
-      ::send(fd, (line + "\n").data(), line.size() + 1, MSG_NOSIGNAL);
-    std::string out;
-    char buf[4096];
-    while (out.size() < 2 || out.compare(out.size() - 2, 2, "> ") != 0) {
-      auto n = ::recv(fd, buf, sizeof(buf), 0);
-      if (n <= 0)
-        break;
-      out.append(buf, static_cast<size_t>(n));
-      if (out.find("bye") != std::string::npos)
-        break;
-    }
-    BOOST_TEST_MESSAGE("> " << line << "\n" << out);
-    return out;
-  };
+  console_client console{console_port};
+  auto ask = [&](const std::string& line) { return console.ask(line); };
   auto has = [](const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
   };
@@ -716,8 +730,14 @@ BOOST_AUTO_TEST_CASE(the_tcp_console_inspects_and_steers_a_running_head) {
   BOOST_TEST(has(ask("stats --json"), "\"samples_delivered\":"));
   BOOST_TEST(has(ask("dance"), "unknown command 'dance'"));
   BOOST_TEST(has(ask("help set"), "set router.policy POLICY"));
+  BOOST_TEST(has(ask("pause"), "paused: no new leases"));
+  BOOST_TEST(has(ask("router"), "PAUSED"));
+  BOOST_TEST(has(ask("resume"), "resumed"));
+  BOOST_TEST(has(ask("drain nobody"), "no live worker on node 'nobody'"));
+  BOOST_TEST(has(ask("drain w-a"), "draining 2 worker(s) of node 'w-a'"));
+  BOOST_TEST(has(ask("router"), "draining"));
+  BOOST_TEST(has(ask("undrain w-a"), "undrained 2 worker(s)"));
   BOOST_TEST(has(ask("quit"), "bye"));
-  ::close(fd);
   BOOST_TEST(wait_exit(head, 60s) == 0, read_file(head.log));
   BOOST_TEST(wait_exit(trainer, 20s) == 0);
   BOOST_TEST(wait_exit(worker, 20s) == 0);
@@ -725,6 +745,47 @@ BOOST_AUTO_TEST_CASE(the_tcp_console_inspects_and_steers_a_running_head) {
   BOOST_TEST(json.find("\"policy\": \"round-robin\"") != std::string::npos,
              json);
   BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_from_the_console_ends_the_run_cleanly) {
+  auto port_file = tmp_path("stop.port");
+  auto report = tmp_path("stop.json");
+  std::remove(port_file.c_str());
+  auto console_port = free_port();
+  auto head = start_node(
+    with_small({"--role=head", "--cluster.port=0",
+                "--cluster.port-file=" + port_file,
+                "--console.port=" + std::to_string(console_port),
+                "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+                "--pipeline.dataset-size=64000", "--pipeline.batch-size=16",
+                "--trainer.sim-step-ms=10", "--report=" + report}),
+    tmp_path("stop-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  auto trainer = start_node(with_small({"--role=trainer", "--node.name=t-0", at}),
+                            tmp_path("stop-t0.log"));
+  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
+                           tmp_path("stop-wa.log"));
+  BOOST_REQUIRE(wait_for_text(head.log, "running", 30s));
+  console_client console{console_port};
+  console.ask("");
+  BOOST_TEST(console.ask("shutdown").find("stopping: no new leases")
+             != std::string::npos);
+  BOOST_TEST(wait_exit(head, 60s) == 0, read_file(head.log));
+  BOOST_TEST(wait_exit(trainer, 20s) == 0);
+  BOOST_TEST(wait_exit(worker, 20s) == 0);
+  BOOST_TEST(read_file(head.log).find("run stopped early (shutdown from the "
+                                      "console)")
+             != std::string::npos);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"stopped_by\": \"shutdown from the console\"")
+               != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"missing\": 0,") == std::string::npos); // early
   std::remove(report.c_str());
   std::remove(port_file.c_str());
 }

@@ -52,7 +52,8 @@ BOOST_AUTO_TEST_CASE(help_lists_every_command_and_explains_one) {
   BOOST_REQUIRE(one);
   BOOST_TEST(contains(*one, "expected delay"));
   BOOST_TEST(!console_help("dance"));
-  BOOST_TEST(complete_command("s") == (std::vector<std::string>{"set", "stats"}));
+  BOOST_TEST(complete_command("s")
+             == (std::vector<std::string>{"set", "stats", "shutdown"}));
 }
 
 BOOST_AUTO_TEST_CASE(tables_align_columns_and_right_align_numbers) {

@@ -20,8 +20,16 @@ const std::vector<command_spec>& console_command_specs() {
      "step, time per step, throughput, accelerator idle, loss, device"},
     {"set", 2, 2, "set router.policy POLICY | set router.window N",
      "change the routing policy or the in-flight window of the running job"},
+    {"drain", 1, 1, "drain NODE",
+     "give NODE's workers no new work; they finish what they hold"},
+    {"undrain", 1, 1, "undrain NODE", "give NODE's workers work again"},
+    {"pause", 0, 0, "pause", "lease no new batches (in-flight ones finish)"},
+    {"resume", 0, 0, "resume", "lease again after pause"},
     {"stats", 1, 1, "stats --json", "the live run report as JSON"},
     {"quit", 0, 0, "quit", "detach this console; the job goes on"},
+    {"shutdown", 0, 0, "shutdown",
+     "end the run cleanly: no new leases, wait for the batches in flight, "
+     "report, exit 0"},
   };
   return specs;
 }

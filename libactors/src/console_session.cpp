@@ -26,6 +26,8 @@ std::string clock_time(int64_t unix_s) {
 std::string idle_reason(const worker_status& w) {
   if (!w.alive)
     return "down";
+  if (w.draining)
+    return "draining";
   if (w.overdue_ms > 0)
     return "stale report (" + std::to_string(w.overdue_ms) + " ms late)";
   if (w.mailbox > 0 && w.outstanding > 0)
@@ -54,7 +56,8 @@ std::string format_router(const router_status& st) {
                     + std::to_string(s.window_max) + ", in flight "
                     + std::to_string(st.in_flight) + " batch(es) ("
                     + human_bytes(st.in_flight * st.batch_bytes) + ")"
-                    + (st.trainer_present ? "" : ", no trainer") + "\n";
+                    + (st.trainer_present ? "" : ", no trainer")
+                    + (st.paused ? ", PAUSED" : "") + "\n";
   if (!s.window_last_change.empty())
     out += "last window change: " + s.window_last_change + "\n";
   out += "leased " + std::to_string(s.batches_leased) + ", acked "
@@ -195,6 +198,15 @@ console_reply console_session::execute(std::string_view line) {
   if (cmd->name == "stats") {
     auto json = stats_json();
     return json ? console_reply{*json} : fail(json.error());
+  }
+  if (cmd->name == "drain" || cmd->name == "undrain" || cmd->name == "pause"
+      || cmd->name == "resume" || cmd->name == "shutdown") {
+    caf::expected<std::string> answer{caf::error{}};
+    self_->request(router_, ask_timeout, control_atom::value, cmd->name,
+                   cmd->args.empty() ? std::string{} : cmd->args[0])
+      .receive([&](std::string& text) { answer = std::move(text); },
+               [&](caf::error& err) { answer = std::move(err); });
+    return answer ? console_reply{*answer + "\n"} : fail(answer.error());
   }
   if (cmd->name == "set") {
     caf::expected<std::string> answer{caf::error{}};

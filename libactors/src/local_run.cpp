@@ -134,6 +134,13 @@ int finish_run(const caf::expected<run_report>& report,
     }
     std::cout << "report written to " << cfg.report_path << std::endl;
   }
+  if (!r.stopped_by.empty()) {
+    // Ended on purpose: what was trained was trained once; the rest was
+    // never leased.
+    std::cout << "run stopped early (" << r.stopped_by << "): "
+              << r.missing << " sample(s) not trained" << std::endl;
+    return r.duplicates == 0 ? 0 : 1;
+  }
   if (!r.exactly_once()) {
     std::cerr << "stoker-node: delivery was not exactly once"
               << (r.first_error.empty() ? "" : ": " + r.first_error)

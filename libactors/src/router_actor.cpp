@@ -30,6 +30,8 @@ struct lease {
 
 struct router_state {
   router_spec spec;
+  bool paused = false; // the console's pause: no new leases
+  std::string stopping; // the console's shutdown: why; finish when drained
   // A trainer that checkpoints can be restarted: the items it acked since
   // its last checkpoint are kept until it says `saved`, and while it is
   // gone (since when, why) nothing is leased.
@@ -79,8 +81,11 @@ void maybe_finish(router_ptr self) {
     st.run_promise.deliver(st.failure);
     return;
   }
-  if (st.source_done && st.pending.empty() && st.leases.empty()
-      && st.orphans.empty() && !st.trainer_lost_at) {
+  bool drained = st.leases.empty() && st.orphans.empty();
+  if (!st.stopping.empty() && drained)
+    st.summary.stopped_by = st.stopping;
+  if ((st.source_done && st.pending.empty() && drained && !st.trainer_lost_at)
+      || (!st.stopping.empty() && drained)) {
     st.summary.wall_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now()
                                                            - st.run_started)
@@ -177,7 +182,8 @@ void dispatch(router_ptr self) {
   }
   // Nothing moves before `run`: workers that join first would otherwise get
   // the first leases before the others have joined.
-  if (!st.run_requested || !st.trainer || !st.window)
+  if (!st.run_requested || !st.trainer || !st.window || st.paused
+      || !st.stopping.empty())
     return;
   while (st.leases.size() < st.window->size()) {
     if (st.pending.empty()) {
@@ -473,6 +479,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       out.in_flight = s.leases.size();
       out.batch_bytes = s.limits.batch_bytes;
       out.trainer_present = static_cast<bool>(s.trainer);
+      out.paused = s.paused;
       auto now = s.now_ns();
       auto samples = s.pending.empty()
                        ? uint32_t{0}
@@ -488,6 +495,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
         ws.outstanding = w.outstanding_items;
         ws.mailbox = w.mailbox_depth;
         ws.items_done = w.items_done;
+        ws.draining = w.draining;
         ws.rate_sps = w.has_rate ? w.rate_sps : 0.0;
         ws.expected_delay_s = s.table.expected_delay(i, samples, now);
         ws.overdue_ms = s.table.overdue_ns(i, now) / 1000000;
@@ -531,6 +539,38 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       return make_error(errc::invalid_config,
                         "cannot set '" + key
                           + "'; expected router.policy or router.window");
+    },
+    [=](control_atom, const std::string& what,
+        const std::string& arg) -> caf::result<std::string> {
+      auto& s = self->state;
+      auto in_flight = std::to_string(s.leases.size()) + " batch(es) in flight";
+      if (what == "drain" || what == "undrain") {
+        auto n = s.table.set_draining(arg, what == "drain");
+        if (n == 0)
+          return make_error(errc::invalid_config,
+                            "no live worker on node '" + arg
+                              + "'; see nodes and router");
+        dispatch(self);
+        return (what == "drain" ? "draining " : "undrained ")
+               + std::to_string(n) + " worker(s) of node '" + arg + "'";
+      }
+      if (what == "pause") {
+        s.paused = true;
+        return "paused: no new leases; " + in_flight + " finish";
+      }
+      if (what == "resume") {
+        s.paused = false;
+        dispatch(self);
+        return std::string{"resumed"};
+      }
+      if (what == "shutdown") {
+        s.stopping = "shutdown from the console";
+        maybe_finish(self);
+        return "stopping: no new leases; the head reports once the "
+               + in_flight + " are acknowledged";
+      }
+      return make_error(errc::invalid_config,
+                        "unknown control '" + what + "'");
     },
     [=](saved_atom) {
       self->state.unsaved.clear(); // all acked so far is in the checkpoint

@@ -98,6 +98,16 @@ size_t routing_table::alive_workers() const noexcept {
     workers_.begin(), workers_.end(), [](auto& w) { return w.alive; }));
 }
 
+size_t routing_table::set_draining(const std::string& node, bool draining) {
+  size_t touched = 0;
+  for (auto& w : workers_)
+    if (w.name.compare(0, node.size() + 1, node + "/") == 0 && w.alive) {
+      w.draining = draining;
+      ++touched;
+    }
+  return touched;
+}
+
 uint64_t routing_table::silence_ns(size_t index, uint64_t now_ns) const {
   auto& w = workers_.at(index);
   if (now_ns <= w.last_report_ns)
@@ -157,7 +167,7 @@ double routing_table::expected_delay(size_t index, uint32_t samples,
 }
 
 bool routing_table::eligible(size_t index, size_t exclude) const {
-  if (index == exclude || !workers_[index].alive)
+  if (index == exclude || !workers_[index].alive || workers_[index].draining)
     return false;
   return policy_ != routing_policy::local_only || workers_[index].local;
 }

@@ -80,6 +80,7 @@ run_report make_report(const router_summary& router,
   r.batches_hedged = router.batches_hedged;
   r.batches_released = router.batches_released;
   r.batches_resumed = router.batches_resumed;
+  r.stopped_by = router.stopped_by;
   r.lost_workers = router.lost_workers;
   r.dropped_copies = trainer.dropped_copies;
   r.window = router.window;
@@ -118,6 +119,7 @@ std::string to_json(const run_report& r) {
       << "  \"batches_hedged\": " << r.batches_hedged << ",\n"
       << "  \"batches_released\": " << r.batches_released << ",\n"
       << "  \"batches_resumed\": " << r.batches_resumed << ",\n"
+      << "  \"stopped_by\": " << quoted(r.stopped_by) << ",\n"
       << "  \"lost_workers\": [";
   for (size_t i = 0; i < r.lost_workers.size(); ++i)
     out << (i == 0 ? "" : ", ") << quoted(r.lost_workers[i]);

@@ -85,8 +85,9 @@ using worker_actor = caf::typed_actor<
 /// `credit` comes from the trainer; `tick` (to itself, every report
 /// interval) re-leases stragglers when hedging is on; `saved` (from a
 /// trainer that checkpoints) says every batch acked so far is in its
-/// checkpoint; `status` answers with what it knows now and `set` changes
-/// router.policy or router.window (the console); `run` answers once
+/// checkpoint; `status` answers with what it knows now, `set` changes
+/// router.policy or router.window, `control` does drain/undrain NODE,
+/// pause, resume and shutdown (the console); `run` answers once
 /// every item has been acknowledged. Runs on the scheduler: it must answer
 /// in ms.
 using router_actor = caf::typed_actor<
@@ -98,6 +99,7 @@ using router_actor = caf::typed_actor<
   caf::reacts_to<saved_atom>,
   caf::replies_to<status_atom>::with<router_status>,
   caf::replies_to<set_atom, std::string, std::string>::with<std::string>,
+  caf::replies_to<control_atom, std::string, std::string>::with<std::string>,
   caf::replies_to<run_atom>::with<router_summary>>;
 
 /// Spawns a source over `spec`.

@@ -135,6 +135,7 @@ struct router_summary {
   uint64_t batches_hedged = 0; ///< leased a second time as stragglers
   uint64_t batches_released = 0; ///< re-leased because a worker was lost
   uint64_t batches_resumed = 0;  ///< trained before a restart: skipped
+  std::string stopped_by; ///< set when the run was ended early, and how
   std::vector<std::string> lost_workers; ///< died or went silent
   uint64_t samples_expected = 0;
   uint64_t wall_ns = 0;
@@ -154,6 +155,7 @@ struct worker_status {
   uint64_t mailbox = 0;     ///< as last reported
   uint64_t items_done = 0;
   double rate_sps = 0.0;
+  bool draining = false;
   double expected_delay_s = 0.0; ///< for one more batch
   uint64_t overdue_ms = 0;       ///< its report is this late (stale if > 0)
 };
@@ -164,6 +166,7 @@ struct router_status {
   uint64_t in_flight = 0; ///< batches leased, not acknowledged
   uint64_t batch_bytes = 0;
   bool trainer_present = false;
+  bool paused = false;
   std::vector<worker_status> workers;
 };
 
@@ -213,21 +216,23 @@ typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_status& x) {
   return f(caf::meta::type_name("worker_status"), x.name, x.host, x.alive,
-           x.local, x.outstanding, x.mailbox, x.items_done, x.rate_sps,
+           x.local, x.outstanding, x.mailbox, x.items_done, x.draining,
+           x.rate_sps,
            x.expected_delay_s, x.overdue_ms);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_status& x) {
   return f(caf::meta::type_name("router_status"), x.summary, x.in_flight,
-           x.batch_bytes, x.trainer_present, x.workers);
+           x.batch_bytes, x.trainer_present, x.paused, x.workers);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
   return f(caf::meta::type_name("router_summary"), x.policy,
            x.batches_leased, x.batches_acked, x.batches_hedged,
-           x.batches_released, x.batches_resumed, x.lost_workers,
+           x.batches_released, x.batches_resumed, x.stopped_by,
+           x.lost_workers,
            x.samples_expected, x.wall_ns, x.window, x.window_max,
            x.window_changes, x.window_last_change);
 }
@@ -245,6 +250,7 @@ using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using saved_atom = caf::atom_constant<caf::atom("saved")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
 using set_atom = caf::atom_constant<caf::atom("set")>;
+using control_atom = caf::atom_constant<caf::atom("control")>;
 
 /// Registers every message type of this header (and the actor handles of
 /// actors.hpp) with `cfg`; call once before the actor system starts.

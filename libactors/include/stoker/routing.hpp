@@ -39,6 +39,7 @@ struct worker_load {
   uint64_t items_done = 0;
   uint64_t last_report_ns = 0; ///< when it last reported (router's clock)
   bool alive = true;           ///< false once lost: never picked again
+  bool draining = false;       ///< finishes what it holds, gets nothing new
 };
 
 /// The routing decisions, free of actors: the router actor feeds it leases
@@ -87,6 +88,10 @@ public:
 
   /// Workers not lost.
   size_t alive_workers() const noexcept;
+
+  /// Stops (or resumes) giving new work to every worker on node `node`
+  /// (names "NODE/i"); returns how many workers that touched.
+  size_t set_draining(const std::string& node, bool draining);
 
   /// How long worker `index` has been silent beyond the time its current
   /// item should take (it cannot report mid-item), at `now_ns`.

@@ -36,6 +36,7 @@ struct run_report {
   uint64_t batches_hedged = 0; ///< stragglers leased a second time
   uint64_t batches_released = 0; ///< re-leased because a worker was lost
   uint64_t batches_resumed = 0;  ///< trained before a restart: skipped
+  std::string stopped_by; ///< non-empty: ended early on purpose (how)
   std::vector<std::string> lost_workers; ///< died or went silent
   uint64_t dropped_copies = 0; ///< second copies the trainer dropped
   uint32_t window = 0;         ///< in-flight window at the end, batches
