@@ -5,7 +5,10 @@
 #include "stoker/console_session.hpp"
 #include "stoker/errors.hpp"
 
+#include "node_processes.hpp"
+
 using namespace stoker;
+using namespace stoker_test;
 
 namespace {
 
@@ -18,6 +21,45 @@ std::string error_of(std::string_view line) {
   BOOST_REQUIRE(!cmd);
   return describe(cmd.error());
 }
+
+
+// A line-based console client, as `nc` would be.
+struct console_client {
+  int fd = -1;
+
+  explicit console_client(uint16_t port) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to))
+                  == 0);
+    timeval limit{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  }
+
+  ~console_client() { ::close(fd); }
+
+  // Sends a line (none if empty), returns what came back up to the next
+  // prompt or the goodbye.
+  std::string ask(const std::string& line) {
+    if (!line.empty())
+      ::send(fd, (line + "\n").data(), line.size() + 1, MSG_NOSIGNAL);
+    std::string out;
+    char buf[4096];
+    while (out.size() < 2 || out.compare(out.size() - 2, 2, "> ") != 0) {
+      auto n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0)
+        break;
+      out.append(buf, static_cast<size_t>(n));
+      if (out.find("bye") != std::string::npos)
+        break;
+    }
+    BOOST_TEST_MESSAGE("> " << line << "\n" << out);
+    return out;
+  }
+};
 
 } // namespace
 
@@ -114,6 +156,107 @@ BOOST_AUTO_TEST_CASE(a_console_beyond_loopback_needs_a_token) {
   BOOST_TEST(is_loopback("::1"));
   BOOST_TEST(!is_loopback("0.0.0.0"));
   BOOST_TEST(!is_loopback("10.1.2.3"));
+}
+
+BOOST_AUTO_TEST_CASE(the_tcp_console_inspects_and_steers_a_running_head) {
+  auto port_file = tmp_path("console.port");
+  auto report = tmp_path("console.json");
+  std::remove(port_file.c_str());
+  auto console_port = free_port();
+  auto head = start_node(
+    with_small({"--role=head", "--cluster.port=0",
+                "--cluster.port-file=" + port_file,
+                "--console.port=" + std::to_string(console_port),
+                "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+                "--pipeline.dataset-size=6400", "--pipeline.batch-size=16",
+                "--trainer.sim-step-ms=10", "--report=" + report}),
+    tmp_path("console-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  console_client console{console_port};
+  auto ask = [&](const std::string& line) { return console.ask(line); };
+  auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  BOOST_TEST(has(ask(""), "stoker console"));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  auto trainer = start_node(with_small({"--role=trainer", "--node.name=t-0", at}),
+                            tmp_path("console-t0.log"));
+  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
+                           tmp_path("console-wa.log"));
+  BOOST_REQUIRE(wait_for_text(head.log, "running", 30s));
+  auto nodes = ask("nodes");
+  BOOST_TEST(has(nodes, "t-0"), nodes);
+  BOOST_TEST(has(nodes, "w-a"), nodes);
+  BOOST_TEST(has(nodes, "joined"), nodes);
+  BOOST_TEST(has(ask("router"), "policy least-loaded"));
+  BOOST_TEST(has(ask("set router.policy round-robin"),
+                 "router.policy is now round-robin"));
+  BOOST_TEST(has(ask("router"), "policy round-robin"));
+  BOOST_TEST(has(ask("set router.window 0"), "expected a whole number"));
+  BOOST_TEST(has(ask("set router.policy fastest"), "expected least-loaded"));
+  BOOST_TEST(has(ask("trainer"), "[simulated accelerator]"));
+  BOOST_TEST(has(ask("stats --json"), "\"samples_delivered\":"));
+  BOOST_TEST(has(ask("dance"), "unknown command 'dance'"));
+  BOOST_TEST(has(ask("help set"), "set router.policy POLICY"));
+  BOOST_TEST(has(ask("pause"), "paused: no new leases"));
+  BOOST_TEST(has(ask("router"), "PAUSED"));
+  BOOST_TEST(has(ask("resume"), "resumed"));
+  BOOST_TEST(has(ask("drain nobody"), "no live worker on node 'nobody'"));
+  BOOST_TEST(has(ask("drain w-a"), "draining 2 worker(s) of node 'w-a'"));
+  BOOST_TEST(has(ask("router"), "draining"));
+  BOOST_TEST(has(ask("undrain w-a"), "undrained 2 worker(s)"));
+  BOOST_TEST(has(ask("quit"), "bye"));
+  BOOST_TEST(wait_exit(head, 60s) == 0, read_file(head.log));
+  BOOST_TEST(wait_exit(trainer, 20s) == 0);
+  BOOST_TEST(wait_exit(worker, 20s) == 0);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"policy\": \"round-robin\"") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_from_the_console_ends_the_run_cleanly) {
+  auto port_file = tmp_path("stop.port");
+  auto report = tmp_path("stop.json");
+  std::remove(port_file.c_str());
+  auto console_port = free_port();
+  auto head = start_node(
+    with_small({"--role=head", "--cluster.port=0",
+                "--cluster.port-file=" + port_file,
+                "--console.port=" + std::to_string(console_port),
+                "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+                "--pipeline.dataset-size=64000", "--pipeline.batch-size=16",
+                "--trainer.sim-step-ms=10", "--report=" + report}),
+    tmp_path("stop-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  auto trainer = start_node(with_small({"--role=trainer", "--node.name=t-0", at}),
+                            tmp_path("stop-t0.log"));
+  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
+                           tmp_path("stop-wa.log"));
+  BOOST_REQUIRE(wait_for_text(head.log, "running", 30s));
+  console_client console{console_port};
+  console.ask("");
+  BOOST_TEST(console.ask("shutdown").find("stopping: no new leases")
+             != std::string::npos);
+  BOOST_TEST(wait_exit(head, 60s) == 0, read_file(head.log));
+  BOOST_TEST(wait_exit(trainer, 20s) == 0);
+  BOOST_TEST(wait_exit(worker, 20s) == 0);
+  BOOST_TEST(read_file(head.log).find("run stopped early (shutdown from the "
+                                      "console)")
+             != std::string::npos);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"stopped_by\": \"shutdown from the console\"")
+               != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"missing\": 0,") == std::string::npos); // early
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,75 +1,15 @@
 #include <algorithm>
-#include <cstdlib>
-#include <chrono>
-#include <deque>
-#include <map>
-#include <unordered_map>
 
 #include <caf/actor_ostream.hpp>
-#include <caf/stateful_actor.hpp>
 
-#include "stoker/actors.hpp"
-#include "stoker/batch_id_set.hpp"
+#include "stoker/detail/router_state.hpp"
 #include "stoker/errors.hpp"
-#include "stoker/inflight_window.hpp"
-#include "stoker/routing.hpp"
 
-namespace stoker {
+// The router actor: leasing, windows, failures. What the console asks of
+// it lives in router_console.cpp; the state both use in
+// detail/router_state.hpp.
 
-namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-// One batch leased and not yet acknowledged.
-struct lease {
-  work_item item; // kept to lease it again (hedging)
-  size_t worker = 0;
-  uint64_t leased_ns = 0;
-  bool hedged = false;
-};
-
-struct router_state {
-  router_spec spec;
-  bool paused = false; // the console's pause: no new leases
-  std::string stopping; // the console's shutdown: why; finish when drained
-  // A trainer that checkpoints can be restarted: the items it acked since
-  // its last checkpoint are kept until it says `saved`, and while it is
-  // gone (since when, why) nothing is leased.
-  bool trainer_checkpoints = false;
-  std::map<uint64_t, work_item> unsaved;
-  std::optional<uint64_t> trainer_lost_at;
-  batch_id_set resumed; // trained before a restart: never leased again
-  std::deque<work_item> orphans; // a lost worker's, waiting for a live one
-  std::optional<uint64_t> no_workers_since; // ns, while none is alive
-  routing_table table{routing_policy::least_loaded};
-  std::optional<inflight_window> window;
-  window_limits limits;
-  source_actor source;
-  std::vector<worker_actor> workers;
-  std::map<caf::actor_addr, size_t> worker_index;
-  trainer_actor trainer;
-  std::deque<work_item> pending; // pulled from the source, not yet leased
-  bool fetching = false;
-  bool source_done = false;
-  std::unordered_map<uint64_t, lease> leases; // by batch id
-  std::deque<uint64_t> recent_ns; // lease-to-ack times of the last batches
-  router_summary summary;
-  clock_type::time_point started = clock_type::now(); // the table's clock
-  clock_type::time_point run_started;
-  caf::typed_response_promise<router_summary> run_promise;
-  bool run_requested = false;
-  caf::error failure;
-  static constexpr const char* name = "stoker.router";
-
-  uint64_t now_ns() const {
-    return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now()
-                                                           - started)
-        .count());
-  }
-};
-
-using router_ptr = router_actor::stateful_pointer<router_state>;
+namespace stoker::detail {
 
 constexpr size_t hedge_history = 32; // batch times the median is taken over
 
@@ -99,8 +39,6 @@ void maybe_finish(router_ptr self) {
     st.run_promise.deliver(st.summary);
   }
 }
-
-void dispatch(router_ptr self);
 
 void fetch(router_ptr self) {
   auto& st = self->state;
@@ -460,117 +398,12 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
         s.table.on_report(i->second, report.mailbox_depth, s.now_ns());
       dispatch(self); // local-only may have been waiting for a worker
     },
-    [=](status_atom) {
-      auto& s = self->state;
-      router_status out;
-      out.summary = s.summary;
-      out.summary.policy = to_string(s.table.policy());
-      if (s.run_requested)
-        out.summary.wall_ns = static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(
-            clock_type::now() - s.run_started)
-            .count());
-      if (s.window) {
-        out.summary.window = s.window->size();
-        out.summary.window_max = s.window->max();
-        out.summary.window_changes = s.window->changes();
-        out.summary.window_last_change = s.window->last_change();
-      }
-      out.in_flight = s.leases.size();
-      out.batch_bytes = s.limits.batch_bytes;
-      out.trainer_present = static_cast<bool>(s.trainer);
-      out.paused = s.paused;
-      auto now = s.now_ns();
-      auto samples = s.pending.empty()
-                       ? uint32_t{0}
-                       : static_cast<uint32_t>(
-                         s.pending.front().sample_ids.size());
-      for (size_t i = 0; i < s.table.workers().size(); ++i) {
-        auto& w = s.table.workers()[i];
-        worker_status ws;
-        ws.name = w.name;
-        ws.host = w.host;
-        ws.alive = w.alive;
-        ws.local = w.local;
-        ws.outstanding = w.outstanding_items;
-        ws.mailbox = w.mailbox_depth;
-        ws.items_done = w.items_done;
-        ws.draining = w.draining;
-        ws.rate_sps = w.has_rate ? w.rate_sps : 0.0;
-        ws.expected_delay_s = s.table.expected_delay(i, samples, now);
-        ws.overdue_ms = s.table.overdue_ns(i, now) / 1000000;
-        out.workers.push_back(std::move(ws));
-      }
-      return out;
+    [=](status_atom) { return status_of(self); },
+    [=](set_atom, const std::string& key, const std::string& value) {
+      return set_option(self, key, value);
     },
-    [=](set_atom, const std::string& key,
-        const std::string& value) -> caf::result<std::string> {
-      auto& s = self->state;
-      if (key == "router.policy") {
-        auto p = parse_routing_policy(value);
-        if (!p)
-          return make_error(errc::invalid_config,
-                            "router.policy = " + value
-                              + ": expected least-loaded, round-robin, "
-                                "local-only or power-of-two");
-        s.table.set_policy(*p);
-        s.summary.policy = to_string(*p);
-        dispatch(self);
-        return "router.policy is now " + value;
-      }
-      if (key == "router.window") {
-        char* end = nullptr;
-        auto n = std::strtoul(value.c_str(), &end, 10);
-        if (value.empty() || *end != '\0' || n < 1 || n > 100000)
-          return make_error(errc::invalid_config,
-                            "router.window = " + value
-                              + ": expected a whole number from 1 to 100000");
-        s.limits.initial = static_cast<uint32_t>(n);
-        if (!s.window)
-          return "router.window will start at " + value;
-        auto took = s.window->set_size(static_cast<uint32_t>(n),
-                                       "set from the console");
-        dispatch(self);
-        return "router.window is now " + std::to_string(took)
-               + (took != n ? " (clamped to [trainer.prefetch, "
-                              "router.max-inflight-bytes])"
-                            : "");
-      }
-      return make_error(errc::invalid_config,
-                        "cannot set '" + key
-                          + "'; expected router.policy or router.window");
-    },
-    [=](control_atom, const std::string& what,
-        const std::string& arg) -> caf::result<std::string> {
-      auto& s = self->state;
-      auto in_flight = std::to_string(s.leases.size()) + " batch(es) in flight";
-      if (what == "drain" || what == "undrain") {
-        auto n = s.table.set_draining(arg, what == "drain");
-        if (n == 0)
-          return make_error(errc::invalid_config,
-                            "no live worker on node '" + arg
-                              + "'; see nodes and router");
-        dispatch(self);
-        return (what == "drain" ? "draining " : "undrained ")
-               + std::to_string(n) + " worker(s) of node '" + arg + "'";
-      }
-      if (what == "pause") {
-        s.paused = true;
-        return "paused: no new leases; " + in_flight + " finish";
-      }
-      if (what == "resume") {
-        s.paused = false;
-        dispatch(self);
-        return std::string{"resumed"};
-      }
-      if (what == "shutdown") {
-        s.stopping = "shutdown from the console";
-        maybe_finish(self);
-        return "stopping: no new leases; the head reports once the "
-               + in_flight + " are acknowledged";
-      }
-      return make_error(errc::invalid_config,
-                        "unknown control '" + what + "'");
+    [=](control_atom, const std::string& what, const std::string& arg) {
+      return control(self, what, arg);
     },
     [=](saved_atom) {
       self->state.unsaved.clear(); // all acked so far is in the checkpoint
@@ -597,13 +430,15 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
   };
 }
 
-} // namespace
+} // namespace stoker::detail
+
+namespace stoker {
 
 router_actor spawn_router(caf::actor_system& sys, source_actor source,
                           const router_spec& spec, uint64_t expected_samples,
                           uint64_t batch_bytes) {
-  return sys.spawn(router_fn, std::move(source), spec, expected_samples,
-                   batch_bytes);
+  return sys.spawn(detail::router_fn, std::move(source), spec,
+                   expected_samples, batch_bytes);
 }
 
 } // namespace stoker

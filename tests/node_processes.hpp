@@ -1,0 +1,127 @@
+#pragma once
+
+// Real stoker-node processes on 127.0.0.1, as a user would run them: the
+// helpers the process-level suites (cluster, faults, console) share.
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace stoker_test {
+
+using namespace std::chrono_literals;
+
+inline std::string tmp_path(const std::string& what) {
+  return "/tmp/stoker-cluster-test-" + std::to_string(::getpid()) + "-" + what;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A child process with stdout and stderr in a log file.
+struct child {
+  pid_t pid = -1;
+  std::string log;
+};
+
+inline child start(const std::string& program, std::vector<std::string> args,
+            const std::string& log) {
+  child c;
+  c.log = log;
+  c.pid = ::fork();
+  BOOST_REQUIRE(c.pid >= 0);
+  if (c.pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> argv{const_cast<char*>(program.c_str())};
+    for (auto& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(program.c_str(), argv.data());
+    ::_exit(127);
+  }
+  return c;
+}
+
+inline child start_node(std::vector<std::string> args, const std::string& log) {
+  return start(STOKER_NODE_BINARY, std::move(args), log);
+}
+
+// The exit code, or -1 if it ran past `timeout` (then it is killed).
+inline int wait_exit(child& c, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(c.pid, &status, WNOHANG) == c.pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::this_thread::sleep_for(20ms);
+  }
+  ::kill(c.pid, SIGKILL);
+  ::waitpid(c.pid, &status, 0);
+  BOOST_TEST_MESSAGE("killed after timeout; log:\n" << read_file(c.log));
+  return -1;
+}
+
+inline bool wait_for_text(const std::string& path, const std::string& text,
+                   std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (read_file(path).find(text) != std::string::npos)
+      return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+// A port nothing listens on: bound to find it, then closed.
+inline uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Batches per worker name in a JSON run report.
+inline std::map<std::string, int> batches_by_worker(const std::string& json) {
+  std::map<std::string, int> result;
+  std::regex entry{R"re("name": "([^"]+)", "batches": (\d+))re"};
+  for (std::sregex_iterator i{json.begin(), json.end(), entry}, end; i != end;
+       ++i)
+    result[(*i)[1]] = std::stoi((*i)[2]);
+  return result;
+}
+
+inline const std::vector<std::string> small = {
+  "--trainer.device=sim", "--pipeline.height=32", "--pipeline.width=32"};
+
+inline std::vector<std::string> with_small(std::vector<std::string> args) {
+  args.insert(args.end(), small.begin(), small.end());
+  return args;
+}
+
+} // namespace stoker_test
