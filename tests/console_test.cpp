@@ -1,9 +1,17 @@
 #include <boost/test/unit_test.hpp>
 
+#include <map>
+#include <set>
+#include <sstream>
+
 #include "stoker/console_commands.hpp"
 #include "stoker/console_server.hpp"
 #include "stoker/console_session.hpp"
 #include "stoker/errors.hpp"
+#include "stoker/trace_recorder.hpp"
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
 
 #include "node_processes.hpp"
 
@@ -150,6 +158,40 @@ BOOST_AUTO_TEST_CASE(router_view_says_why_a_worker_gets_no_work) {
   BOOST_TEST(contains(text, "stale report (420 ms late)"), text);
 }
 
+BOOST_AUTO_TEST_CASE(trace_takes_start_file_or_stop) {
+  BOOST_TEST(contains(error_of("trace start"), "usage: trace start FILE"));
+  BOOST_TEST(contains(error_of("trace stop now"), "usage: trace start FILE"));
+  BOOST_TEST(contains(error_of("trace rewind x"), "usage"));
+  BOOST_TEST(static_cast<bool>(parse_console_line("trace start /tmp/t.json")));
+}
+
+BOOST_AUTO_TEST_CASE(a_trace_is_chrome_trace_json_with_a_track_per_actor) {
+  trace_recorder trace{3};
+  trace.span("w-a/0", "batch", 1000000, 250000, 7);
+  trace.span("trainer", "data wait", 1250000, 500, 7);
+  trace.span("node \"q\"", "batch", 2000000, 10, 8); // names are escaped
+  trace.span("trainer", "step", 1250500, 50000, 7);  // over the bound
+  BOOST_TEST(trace.spans() == 3u);
+  BOOST_TEST(trace.dropped() == 1u);
+  std::istringstream json{trace.to_json()};
+  boost::property_tree::ptree tree;
+  BOOST_REQUIRE_NO_THROW(boost::property_tree::read_json(json, tree));
+  std::map<std::string, int> names; // thread_name events: track -> tid
+  int spans = 0;
+  for (auto& [key, e] : tree.get_child("traceEvents")) {
+    if (e.get<std::string>("ph") == "M")
+      names[e.get<std::string>("args.name")] = e.get<int>("tid");
+    else if (e.get<std::string>("ph") == "X") {
+      ++spans;
+      BOOST_TEST(e.get<double>("dur") >= 0.0);
+    }
+  }
+  BOOST_TEST(spans == 3);
+  BOOST_TEST(names.count("w-a/0") == 1u);
+  BOOST_TEST(names.count("trainer") == 1u);
+  BOOST_TEST(names.count("node \"q\"") == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(a_console_beyond_loopback_needs_a_token) {
   BOOST_TEST(is_loopback("127.0.0.1"));
   BOOST_TEST(is_loopback("localhost"));
@@ -206,6 +248,20 @@ BOOST_AUTO_TEST_CASE(the_tcp_console_inspects_and_steers_a_running_head) {
   BOOST_TEST(has(ask("drain w-a"), "draining 2 worker(s) of node 'w-a'"));
   BOOST_TEST(has(ask("router"), "draining"));
   BOOST_TEST(has(ask("undrain w-a"), "undrained 2 worker(s)"));
+  auto trace_file = tmp_path("console-trace.json");
+  BOOST_TEST(has(ask("trace stop"), "no trace is being recorded"));
+  BOOST_TEST(has(ask("trace start " + trace_file), "recording a trace"));
+  std::this_thread::sleep_for(500ms);
+  BOOST_TEST(has(ask("trace stop"), "span(s) written to " + trace_file));
+  boost::property_tree::ptree trace;
+  BOOST_REQUIRE_NO_THROW(boost::property_tree::read_json(trace_file, trace));
+  std::set<std::string> tracks;
+  for (auto& [key, e] : trace.get_child("traceEvents"))
+    if (e.get<std::string>("ph") == "M")
+      tracks.insert(e.get<std::string>("args.name"));
+  BOOST_TEST(tracks.count("trainer") == 1u);
+  BOOST_TEST(tracks.count("w-a/0") + tracks.count("w-a/1") >= 1u);
+  std::remove(trace_file.c_str());
   BOOST_TEST(has(ask("quit"), "bye"));
   BOOST_TEST(wait_exit(head, 60s) == 0, read_file(head.log));
   BOOST_TEST(wait_exit(trainer, 20s) == 0);

@@ -25,6 +25,9 @@ const std::vector<command_spec>& console_command_specs() {
     {"undrain", 1, 1, "undrain NODE", "give NODE's workers work again"},
     {"pause", 0, 0, "pause", "lease no new batches (in-flight ones finish)"},
     {"resume", 0, 0, "resume", "lease again after pause"},
+    {"trace", 1, 2, "trace start FILE | trace stop",
+     "record a timeline (Chrome trace JSON, for Perfetto): a span per "
+     "batch per worker, the trainer's steps and waits"},
     {"stats", 1, 1, "stats --json", "the live run report as JSON"},
     {"quit", 0, 0, "quit", "detach this console; the job goes on"},
     {"shutdown", 0, 0, "shutdown",
@@ -84,6 +87,12 @@ caf::expected<console_command> parse_console_line(std::string_view line) {
                                 + std::to_string(cmd.args.size()));
   if (cmd.name == "stats" && cmd.args[0] != "--json")
     return usage_error(*spec, "unknown option '" + cmd.args[0] + "'");
+  if (cmd.name == "trace"
+      && !(cmd.args[0] == "start" && cmd.args.size() == 2)
+      && !(cmd.args[0] == "stop" && cmd.args.size() == 1))
+    return usage_error(*spec, "trace " + cmd.args[0] + " with "
+                                + std::to_string(cmd.args.size() - 1)
+                                + " more argument(s)");
   if (cmd.name == "set" && cmd.args[0] != "router.policy"
       && cmd.args[0] != "router.window")
     return usage_error(*spec, "cannot set '" + cmd.args[0] + "'");

@@ -200,10 +200,16 @@ console_reply console_session::execute(std::string_view line) {
     return json ? console_reply{*json} : fail(json.error());
   }
   if (cmd->name == "drain" || cmd->name == "undrain" || cmd->name == "pause"
-      || cmd->name == "resume" || cmd->name == "shutdown") {
+      || cmd->name == "resume" || cmd->name == "shutdown"
+      || cmd->name == "trace") {
+    auto what = cmd->name;
+    auto arg = cmd->args.empty() ? std::string{} : cmd->args[0];
+    if (what == "trace") { // trace start FILE | trace stop
+      what = "trace-" + cmd->args[0];
+      arg = cmd->args.size() > 1 ? cmd->args[1] : std::string{};
+    }
     caf::expected<std::string> answer{caf::error{}};
-    self_->request(router_, ask_timeout, control_atom::value, cmd->name,
-                   cmd->args.empty() ? std::string{} : cmd->args[0])
+    self_->request(router_, ask_timeout, control_atom::value, what, arg)
       .receive([&](std::string& text) { answer = std::move(text); },
                [&](caf::error& err) { answer = std::move(err); });
     return answer ? console_reply{*answer + "\n"} : fail(answer.error());

@@ -26,6 +26,11 @@ void maybe_finish(router_ptr self) {
     st.summary.stopped_by = st.stopping;
   if ((st.source_done && st.pending.empty() && drained && !st.trainer_lost_at)
       || (!st.stopping.empty() && drained)) {
+    if (st.trace) { // a trace still recording when the run ends is kept
+      auto done = finish_trace(self);
+      caf::aout(self) << "router: "
+                      << (done ? *done : describe(done.error())) << std::endl;
+    }
     st.summary.wall_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now()
                                                            - st.run_started)
@@ -374,6 +379,14 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       s.recent_ns.push_back(s.now_ns() - i->second.leased_ns);
       if (s.recent_ns.size() > hedge_history)
         s.recent_ns.pop_front();
+      if (s.trace) {
+        auto now = s.now_ns();
+        auto step_start = now - std::min(now, step_ns);
+        s.trace->span("trainer", "data wait",
+                      step_start - std::min(step_start, wait_ns), wait_ns,
+                      batch_id);
+        s.trace->span("trainer", "step", step_start, step_ns, batch_id);
+      }
       if (s.trainer_checkpoints) // until its next checkpoint has it
         s.unsaved.emplace(batch_id, std::move(i->second.item));
       s.leases.erase(i);
@@ -391,9 +404,15 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       auto i = s.worker_index.find(caf::actor_cast<caf::actor_addr>(worker));
       if (i == s.worker_index.end() || !s.table.workers()[i->second].alive)
         return; // unknown, or lost already: its work went elsewhere
-      if (report.samples > 0)
+      if (report.samples > 0) {
+        auto now = s.now_ns();
         s.table.on_done(i->second, report.samples, report.busy_ns,
-                        report.mailbox_depth, s.now_ns());
+                        report.mailbox_depth, now);
+        if (s.trace)
+          s.trace->span(s.table.workers()[i->second].name, "batch",
+                        now - std::min(now, report.busy_ns), report.busy_ns,
+                        report.batch_id);
+      }
       else
         s.table.on_report(i->second, report.mailbox_depth, s.now_ns());
       dispatch(self); // local-only may have been waiting for a worker

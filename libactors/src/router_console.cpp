@@ -110,6 +110,21 @@ caf::result<std::string> control(router_ptr self, const std::string& what,
     dispatch(self);
     return std::string{"resumed"};
   }
+  if (what == "trace-start") {
+    if (s.trace)
+      return make_error(errc::invalid_config,
+                        "a trace is already being recorded to "
+                          + s.trace_path + "; trace stop first");
+    s.trace.emplace();
+    s.trace_path = arg;
+    return "recording a trace to " + arg + " (trace stop writes it)";
+  }
+  if (what == "trace-stop") {
+    auto done = finish_trace(self);
+    if (!done)
+      return std::move(done.error());
+    return *done;
+  }
   if (what == "shutdown") {
     s.stopping = "shutdown from the console";
     maybe_finish(self);
@@ -118,6 +133,22 @@ caf::result<std::string> control(router_ptr self, const std::string& what,
   }
   return make_error(errc::invalid_config,
                     "unknown control '" + what + "'");
+}
+
+caf::expected<std::string> finish_trace(router_ptr self) {
+  auto& s = self->state;
+  if (!s.trace)
+    return make_error(errc::invalid_config,
+                      "no trace is being recorded; trace start FILE first");
+  auto spans = s.trace->spans();
+  auto dropped = s.trace->dropped();
+  auto err = s.trace->write(s.trace_path);
+  auto path = s.trace_path;
+  s.trace.reset();
+  if (err)
+    return err;
+  return "trace: " + std::to_string(spans) + " span(s) written to " + path
+         + (dropped > 0 ? " (" + std::to_string(dropped) + " dropped)" : "");
 }
 
 } // namespace stoker::detail

@@ -17,6 +17,7 @@
 #include "stoker/batch_id_set.hpp"
 #include "stoker/inflight_window.hpp"
 #include "stoker/routing.hpp"
+#include "stoker/trace_recorder.hpp"
 
 namespace stoker::detail {
 
@@ -32,6 +33,8 @@ struct lease {
 
 struct router_state {
   router_spec spec;
+  std::optional<trace_recorder> trace; // the console's trace start FILE
+  std::string trace_path;
   bool paused = false; // the console's pause: no new leases
   std::string stopping; // the console's shutdown: why; finish when drained
   // A trainer that checkpoints can be restarted: the items it acked since
@@ -86,9 +89,13 @@ router_status status_of(router_ptr self);
 caf::result<std::string> set_option(router_ptr self, const std::string& key,
                                     const std::string& value);
 
-/// The console's drain/undrain NODE, pause, resume, shutdown
-/// (router_console.cpp).
+/// The console's drain/undrain NODE, pause, resume, shutdown, trace-start
+/// FILE, trace-stop (router_console.cpp).
 caf::result<std::string> control(router_ptr self, const std::string& what,
                                  const std::string& arg);
+
+/// Writes the trace being recorded, if any, and stops recording; the
+/// answer says how many spans went where (router_console.cpp).
+caf::expected<std::string> finish_trace(router_ptr self);
 
 } // namespace stoker::detail
