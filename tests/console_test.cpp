@@ -104,6 +104,7 @@ BOOST_AUTO_TEST_CASE(help_lists_every_command_and_explains_one) {
   BOOST_TEST(!console_help("dance"));
   BOOST_TEST(complete_command("s")
              == (std::vector<std::string>{"set", "stats", "shutdown"}));
+  BOOST_TEST(complete_command("a") == (std::vector<std::string>{"actors"}));
 }
 
 BOOST_AUTO_TEST_CASE(tables_align_columns_and_right_align_numbers) {
@@ -192,6 +193,18 @@ BOOST_AUTO_TEST_CASE(a_trace_is_chrome_trace_json_with_a_track_per_actor) {
   BOOST_TEST(names.count("node \"q\"") == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(actors_table_filters_by_node) {
+  std::vector<actor_row> rows{{7, "worker", "cpu", "2", 40, 550.0, 0.9},
+                              {9, "trainer", "gpu", "-", 12, 3.5, -1.0}};
+  auto all = format_actors(rows, "");
+  BOOST_TEST(contains(all, "worker"));
+  BOOST_TEST(contains(all, "90%"));
+  BOOST_TEST(contains(all, "trainer"));
+  auto cpu = format_actors(rows, "cpu");
+  BOOST_TEST(contains(cpu, "worker"));
+  BOOST_TEST(!contains(cpu, "trainer"));
+}
+
 BOOST_AUTO_TEST_CASE(a_console_beyond_loopback_needs_a_token) {
   BOOST_TEST(is_loopback("127.0.0.1"));
   BOOST_TEST(is_loopback("localhost"));
@@ -238,6 +251,12 @@ BOOST_AUTO_TEST_CASE(the_tcp_console_inspects_and_steers_a_running_head) {
   BOOST_TEST(has(ask("set router.window 0"), "expected a whole number"));
   BOOST_TEST(has(ask("set router.policy fastest"), "expected least-loaded"));
   BOOST_TEST(has(ask("trainer"), "[simulated accelerator]"));
+  auto actors = ask("actors");
+  for (auto kind : {"router", "registry", "worker", "trainer"})
+    BOOST_TEST(has(actors, kind), kind << " in\n" << actors);
+  auto of_w_a = ask("actors w-a");
+  BOOST_TEST(has(of_w_a, "worker"), of_w_a);
+  BOOST_TEST(!has(of_w_a, "trainer"), of_w_a);
   BOOST_TEST(has(ask("stats --json"), "\"samples_delivered\":"));
   BOOST_TEST(has(ask("dance"), "unknown command 'dance'"));
   BOOST_TEST(has(ask("help set"), "set router.policy POLICY"));

@@ -13,6 +13,9 @@ const std::vector<command_spec>& console_command_specs() {
     {"help", 0, 1, "help [COMMAND]", "list the commands, or explain one"},
     {"nodes", 0, 0, "nodes",
      "every node: name, role, host, cores, device, joined, state"},
+    {"actors", 0, 1, "actors [NODE]",
+     "every actor (or NODE's): id, kind, node, mailbox, processed, rate, "
+     "busy"},
     {"router", 0, 0, "router",
      "policy, window, batches in flight, and per worker its share, "
      "expected delay and why it gets no work"},

@@ -13,6 +13,18 @@ namespace {
 
 constexpr auto ask_timeout = std::chrono::seconds(2);
 
+// Asks `whom`; the error if it does not answer in time (e.g. a lost
+// worker) or answers with one.
+template <class T, class Handle, class... Ts>
+caf::expected<T> ask(caf::scoped_actor& self, const Handle& whom,
+                     const Ts&... xs) {
+  caf::expected<T> result{caf::error{}};
+  self->request(whom, ask_timeout, xs...)
+    .receive([&](T& x) { result = std::move(x); },
+             [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
 std::string clock_time(int64_t unix_s) {
   auto t = static_cast<std::time_t>(unix_s);
   std::tm parts{};
@@ -112,6 +124,19 @@ std::string format_trainer(const trainer_stats& t, const router_status& st) {
   return format_table({"trainer", ""}, rows);
 }
 
+std::string format_actors(const std::vector<actor_row>& rows,
+                          const std::string& node) {
+  std::vector<std::vector<std::string>> cells;
+  for (auto& a : rows)
+    if (node.empty() || a.node == node)
+      cells.push_back({std::to_string(a.id), a.kind, a.node, a.mailbox,
+                       std::to_string(a.processed), human_number(a.rate),
+                       a.busy < 0 ? "-" : human_number(100.0 * a.busy) + "%"});
+  return format_table({"id", "kind", "node", "mailbox", "processed",
+                       "rate/s", "busy"},
+                      cells);
+}
+
 console_session::console_session(caf::actor_system& sys,
                                  registry_actor registry, router_actor router)
   : self_(sys), registry_(std::move(registry)), router_(std::move(router)) {
@@ -119,28 +144,17 @@ console_session::console_session(caf::actor_system& sys,
 }
 
 caf::expected<router_status> console_session::router_now() {
-  caf::expected<router_status> result{caf::error{}};
-  self_->request(router_, ask_timeout, status_atom::value)
-    .receive([&](router_status& s) { result = std::move(s); },
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<router_status>(self_, router_, status_atom::value);
 }
 
 caf::expected<trainer_stats> console_session::trainer_now() {
-  roster members;
-  caf::error failure;
-  self_->request(registry_, ask_timeout, roster_atom::value)
-    .receive([&](roster& r) { members = std::move(r); },
-             [&](caf::error& err) { failure = std::move(err); });
-  if (failure)
-    return failure;
-  if (members.trainers.empty())
+  auto members = ask<roster>(self_, registry_, roster_atom::value);
+  if (!members)
+    return std::move(members.error());
+  if (members->trainers.empty())
     return make_error(errc::run_failure, "no trainer has joined");
-  caf::expected<trainer_stats> result{caf::error{}};
-  self_->request(members.trainers.front(), ask_timeout, stats_atom::value)
-    .receive([&](trainer_stats& s) { result = std::move(s); },
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<trainer_stats>(self_, members->trainers.front(),
+                            stats_atom::value);
 }
 
 caf::expected<std::string> console_session::stats_json() {
@@ -150,16 +164,69 @@ caf::expected<std::string> console_session::stats_json() {
   auto trainer = trainer_now();
   if (!trainer)
     return std::move(trainer.error());
-  roster members;
-  self_->request(registry_, ask_timeout, roster_atom::value)
-    .receive([&](roster& r) { members = std::move(r); },
-             [](caf::error&) {});
   std::vector<worker_stats> workers;
-  for (auto& w : members.workers)
-    self_->request(w, ask_timeout, stats_atom::value)
-      .receive([&](worker_stats& s) { workers.push_back(std::move(s)); },
-               [](caf::error&) {});
+  if (auto members = ask<roster>(self_, registry_, roster_atom::value))
+    for (auto& w : members->workers)
+      if (auto s = ask<worker_stats>(self_, w, stats_atom::value))
+        workers.push_back(std::move(*s));
   return to_json(make_report(router->summary, *trainer, workers));
+}
+
+caf::expected<std::vector<actor_row>> console_session::actors() {
+  auto router = router_now();
+  if (!router)
+    return std::move(router.error());
+  auto found = ask<roster>(self_, registry_, roster_atom::value);
+  if (!found)
+    return std::move(found.error());
+  auto& members = *found;
+  double wall_s = static_cast<double>(router->summary.wall_ns) * 1e-9;
+  std::vector<actor_row> rows;
+  rows.push_back({router_.id(), "router", "head", "-",
+                  router->summary.batches_leased,
+                  wall_s > 0 ? static_cast<double>(
+                                 router->summary.batches_leased)
+                                 / wall_s
+                             : 0.0,
+                  -1.0});
+  rows.push_back({registry_.id(), "registry", "head", "-",
+                  members.nodes.size(), 0.0, -1.0});
+  for (auto& w : members.workers) {
+    auto answer = ask<worker_stats>(self_, w, stats_atom::value);
+    if (!answer)
+      continue; // lost: `router` says so
+    auto& s = *answer;
+    actor_row row{w.id(), "worker", s.name.substr(0, s.name.find('/')),
+                  "-", s.batches, 0.0, -1.0};
+    for (auto& ws : router->workers)
+      if (ws.name == s.name)
+        row.mailbox = std::to_string(ws.mailbox);
+    if (s.busy_ns > 0)
+      row.rate = static_cast<double>(s.samples)
+                 / (static_cast<double>(s.busy_ns) * 1e-9);
+    if (s.alive_ns > 0)
+      row.busy = static_cast<double>(s.busy_ns)
+                 / static_cast<double>(s.alive_ns);
+    rows.push_back(std::move(row));
+  }
+  std::string trainer_node = "-";
+  if (auto nodes = ask<std::vector<node_row>>(self_, registry_,
+                                              nodes_atom::value))
+    for (auto& n : *nodes)
+      if (n.role == "trainer" && n.state == "joined")
+        trainer_node = n.name;
+  for (auto& t : members.trainers) {
+    auto answer = ask<trainer_stats>(self_, t, stats_atom::value);
+    if (!answer)
+      continue;
+    auto& s = *answer;
+    double total = static_cast<double>(s.step_ns + s.wait_ns);
+    rows.push_back({t.id(), "trainer", trainer_node, "-", s.steps,
+                    wall_s > 0 ? static_cast<double>(s.steps) / wall_s : 0.0,
+                    total > 0 ? static_cast<double>(s.step_ns) / total
+                              : -1.0});
+  }
+  return rows;
 }
 
 console_reply console_session::execute(std::string_view line) {
@@ -178,11 +245,15 @@ console_reply console_session::execute(std::string_view line) {
   if (cmd->name == "quit")
     return {"bye; the job goes on\n", true};
   if (cmd->name == "nodes") {
-    caf::expected<std::vector<node_row>> rows{caf::error{}};
-    self_->request(registry_, ask_timeout, nodes_atom::value)
-      .receive([&](std::vector<node_row>& r) { rows = std::move(r); },
-               [&](caf::error& err) { rows = std::move(err); });
+    auto rows = ask<std::vector<node_row>>(self_, registry_,
+                                           nodes_atom::value);
     return rows ? console_reply{format_nodes(*rows)} : fail(rows.error());
+  }
+  if (cmd->name == "actors") {
+    auto rows = actors();
+    return rows ? console_reply{format_actors(
+             *rows, cmd->args.empty() ? std::string{} : cmd->args[0])}
+                : fail(rows.error());
   }
   if (cmd->name == "router") {
     auto st = router_now();
@@ -208,18 +279,13 @@ console_reply console_session::execute(std::string_view line) {
       what = "trace-" + cmd->args[0];
       arg = cmd->args.size() > 1 ? cmd->args[1] : std::string{};
     }
-    caf::expected<std::string> answer{caf::error{}};
-    self_->request(router_, ask_timeout, control_atom::value, what, arg)
-      .receive([&](std::string& text) { answer = std::move(text); },
-               [&](caf::error& err) { answer = std::move(err); });
+    auto answer = ask<std::string>(self_, router_, control_atom::value, what,
+                                   arg);
     return answer ? console_reply{*answer + "\n"} : fail(answer.error());
   }
   if (cmd->name == "set") {
-    caf::expected<std::string> answer{caf::error{}};
-    self_->request(router_, ask_timeout, set_atom::value, cmd->args[0],
-                   cmd->args[1])
-      .receive([&](std::string& text) { answer = std::move(text); },
-               [&](caf::error& err) { answer = std::move(err); });
+    auto answer = ask<std::string>(self_, router_, set_atom::value,
+                                   cmd->args[0], cmd->args[1]);
     return answer ? console_reply{*answer + "\n"} : fail(answer.error());
   }
   return {"command '" + cmd->name + "' has no handler\n"};

@@ -20,6 +20,21 @@ std::string format_router(const router_status& status);
 std::string format_trainer(const trainer_stats& stats,
                            const router_status& status);
 
+/// One actor of the running job (the console's `actors`).
+struct actor_row {
+  uint64_t id = 0;
+  std::string kind; ///< worker, trainer, router, registry
+  std::string node;
+  std::string mailbox;   ///< "-" where the actor does not report it
+  uint64_t processed = 0; ///< batches made, steps, leases
+  double rate = 0.0;      ///< per second of run time (workers: busy time)
+  double busy = -1.0;     ///< fraction; < 0: not measured
+};
+
+/// The `actors` table, only rows of `node` if it is not empty.
+std::string format_actors(const std::vector<actor_row>& rows,
+                          const std::string& node);
+
 /// What a console line produced: text to show, and whether the user left.
 struct console_reply {
   std::string text;
@@ -41,6 +56,7 @@ private:
   caf::expected<router_status> router_now();
   caf::expected<trainer_stats> trainer_now();
   caf::expected<std::string> stats_json();
+  caf::expected<std::vector<actor_row>> actors();
 
   caf::scoped_actor self_;
   registry_actor registry_;
