@@ -109,6 +109,8 @@ size_t routing_table::set_draining(const std::string& node, bool draining) {
 }
 
 uint64_t routing_table::silence_ns(size_t index, uint64_t now_ns) const {
+  // A worker reports between items, so a busy one may be silent for the
+  // length of an item.
   auto& w = workers_.at(index);
   if (now_ns <= w.last_report_ns)
     return 0;
@@ -133,19 +135,9 @@ double routing_table::assumed_rate(const worker_load& w) const {
 }
 
 uint64_t routing_table::overdue_ns(size_t index, uint64_t now_ns) const {
-  auto& w = workers_.at(index);
-  if (now_ns <= w.last_report_ns)
-    return 0;
-  // A worker reports between items, so a busy one may be silent for the
-  // length of an item on top of the report interval's allowance.
-  double per_item = w.outstanding_items > 0
-                      ? static_cast<double>(w.outstanding_samples)
-                          / static_cast<double>(w.outstanding_items)
-                      : 0.0;
-  auto allowance = stale_after_ns_
-                   + static_cast<uint64_t>(per_item / assumed_rate(w) * 1e9);
-  auto age = now_ns - w.last_report_ns;
-  return age > allowance ? age - allowance : 0;
+  // Silence beyond the current item's time, past the report allowance.
+  auto silent = silence_ns(index, now_ns);
+  return silent > stale_after_ns_ ? silent - stale_after_ns_ : 0;
 }
 
 double routing_table::expected_delay(size_t index, uint32_t samples,
