@@ -107,6 +107,68 @@ BOOST_AUTO_TEST_CASE(help_lists_every_command_and_explains_one) {
   BOOST_TEST(complete_command("a") == (std::vector<std::string>{"actors"}));
 }
 
+BOOST_AUTO_TEST_CASE(tab_completes_commands_then_their_arguments) {
+  int asked = 0;
+  auto names = [&] {
+    ++asked;
+    return std::vector<std::string>{"w-a", "w-b", "t-0", "w-a/0"};
+  };
+  auto done = [&](std::string_view line) {
+    return complete_console_line(line, names).matches;
+  };
+  using words = std::vector<std::string>;
+  BOOST_TEST(done("rou") == words{"router"});
+  BOOST_TEST(done("") .size() == console_command_specs().size());
+  BOOST_TEST(done("help tr") == (words{"trainer", "trace"}));
+  BOOST_TEST(done("set ") == (words{"router.policy", "router.window"}));
+  BOOST_TEST(done("set router.policy p") == words{"power-of-two"});
+  BOOST_TEST(done("set router.window ").empty());
+  BOOST_TEST(done("trace s") == (words{"start", "stop"}));
+  BOOST_TEST(done("stats ") == words{"--json"});
+  BOOST_TEST(done("nodes x").empty());
+  BOOST_TEST(asked == 0); // node names only where a node is wanted
+  BOOST_TEST(done("drain w-") == (words{"w-a", "w-b", "w-a/0"}));
+  BOOST_TEST(done("actors t") == words{"t-0"});
+  BOOST_TEST(asked == 2);
+  auto partial = complete_console_line("set  router.p", names);
+  BOOST_TEST(partial.word == "router.p");
+  BOOST_TEST(common_prefix({"w-a", "w-b", "w-a/0"}) == "w-");
+  BOOST_TEST(common_prefix({"stats"}) == "stats");
+  BOOST_TEST(common_prefix({}).empty());
+}
+
+BOOST_AUTO_TEST_CASE(nodes_show_when_the_router_last_heard_from_each) {
+  router_status st;
+  worker_status w;
+  w.name = "w-a/0";
+  w.heard_ms_ago = 40;
+  st.workers.push_back(w);
+  w.name = "w-a/1";
+  w.heard_ms_ago = 15; // the freshest of w-a's workers counts
+  st.workers.push_back(w);
+  w.name = "w-b/0";
+  w.heard_ms_ago = 7000;
+  w.alive = false; // lost: not a heartbeat
+  st.workers.push_back(w);
+  st.trainer_heard_ms_ago = 230;
+  node_row a{"w-a", "worker", "cpu", 4, 2, "", 0, "joined"};
+  node_row b{"w-b", "worker", "cpu", 4, 1, "", 0, "joined"};
+  node_row t{"t-0", "trainer", "gpu", 8, 0, "cuda", 0, "joined"};
+  node_row gone{"w-c", "worker", "cpu", 4, 1, "", 0, "left"};
+  BOOST_TEST(node_heard_ms_ago(a, st).value_or(0) == 15u);
+  BOOST_TEST(!node_heard_ms_ago(b, st).has_value());
+  BOOST_TEST(node_heard_ms_ago(t, st).value_or(0) == 230u);
+  BOOST_TEST(!node_heard_ms_ago(gone, st).has_value());
+  node_row local{"local-1", "local", "vm", 2, 2, "sim", 0, "joined"};
+  BOOST_TEST(node_heard_ms_ago(local, st).value_or(0) == 15u);
+  st.trainer_heard_ms_ago = -1; // no trainer yet
+  BOOST_TEST(!node_heard_ms_ago(t, st).has_value());
+  auto text = format_nodes({a, t, gone}, st);
+  BOOST_TEST(contains(text, "heartbeat"), text);
+  BOOST_TEST(contains(text, "15.0 ms ago"), text);
+  BOOST_TEST(contains(text, "left"), text);
+}
+
 BOOST_AUTO_TEST_CASE(tables_align_columns_and_right_align_numbers) {
   auto t = format_table({"name", "n"}, {{"a", "5"}, {"longer", "1234"}});
   BOOST_TEST(t == "name    n\n"
@@ -264,6 +326,7 @@ BOOST_AUTO_TEST_CASE(the_tcp_console_inspects_and_steers_a_running_head) {
   BOOST_TEST(has(ask("router"), "PAUSED"));
   BOOST_TEST(has(ask("resume"), "resumed"));
   BOOST_TEST(has(ask("drain nobody"), "no live worker on node 'nobody'"));
+  BOOST_TEST(has(ask("drain w-a/1"), "draining worker 'w-a/1'"));
   BOOST_TEST(has(ask("drain w-a"), "draining 2 worker(s) of node 'w-a'"));
   BOOST_TEST(has(ask("router"), "draining"));
   BOOST_TEST(has(ask("undrain w-a"), "undrained 2 worker(s)"));
@@ -332,6 +395,100 @@ BOOST_AUTO_TEST_CASE(shutdown_from_the_console_ends_the_run_cleanly) {
   BOOST_TEST(json.find("\"missing\": 0,") == std::string::npos); // early
   std::remove(report.c_str());
   std::remove(port_file.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(the_terminal_console_edits_completes_and_steers_a_run) {
+  auto report = tmp_path("pty.json");
+  pty_child term;
+  start_on_pty(term, STOKER_NODE_BINARY,
+               with_small({"--console", "--pipeline.dataset-size=64000",
+                           "--pipeline.batch-size=16",
+                           "--trainer.sim-step-ms=10",
+                           "--trainer.log-every=1000000",
+                           "--report=" + report}));
+  BOOST_REQUIRE(!term.expect("stoker> ").empty());
+  term.type("nod\t\r"); // completes to `nodes`
+  auto nodes = term.expect("stoker> ");
+  BOOST_TEST(contains(nodes, "heartbeat"), nodes);
+  BOOST_TEST(contains(nodes, "local"), nodes);
+  BOOST_TEST(contains(nodes, " ago"), nodes);
+  term.type("set router.p\tro\t\r"); // two completions in one line
+  BOOST_TEST(!term.expect("router.policy is now round-robin").empty());
+  term.type("trainer\r");
+  BOOST_TEST(!term.expect("[simulated accelerator]").empty());
+  term.type("router\r");
+  BOOST_TEST(!term.expect("policy round-robin").empty());
+  term.type("\x1b[A\r"); // up arrow: `router` again, from the history
+  BOOST_TEST(!term.expect("policy round-robin").empty());
+  term.type("bogus 1 2\r");
+  BOOST_TEST(!term.expect("unknown command 'bogus'").empty());
+  term.type("drain wor\t0\r"); // completes to worker-, then worker-0
+  BOOST_TEST(!term.expect("draining worker 'worker-0'").empty());
+  term.type("router\r");
+  BOOST_TEST(!term.expect("draining").empty());
+  term.type("shutdown\r");
+  BOOST_TEST(!term.expect("stopping: no new leases").empty());
+  BOOST_TEST(!term.expect("run stopped early (shutdown from the console)",
+                          60s)
+                .empty());
+  BOOST_TEST(wait_exit(term.proc, 30s) == 0, term.seen);
+  auto json = read_file(report);
+  BOOST_TEST(contains(json, "\"policy\": \"round-robin\""), json);
+  BOOST_TEST(contains(json, "\"duplicates\": 0,"), json);
+  std::remove(report.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(the_heads_terminal_console_detaches_and_the_run_goes_on) {
+  auto port_file = tmp_path("pty-head.port");
+  std::remove(port_file.c_str());
+  pty_child head;
+  start_on_pty(head, STOKER_NODE_BINARY,
+               with_small({"--role=head", "--console", "--cluster.port=0",
+                           "--cluster.port-file=" + port_file,
+                           "--cluster.nodes=[\"t-0:trainer\", "
+                           "\"w-a:worker:1\"]",
+                           "--pipeline.dataset-size=3200",
+                           "--pipeline.batch-size=16",
+                           "--trainer.sim-step-ms=10"}));
+  BOOST_REQUIRE(!head.expect("stoker> ").empty());
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:"
+            + std::to_string(std::stoi(read_file(port_file)));
+  auto trainer = start_node(with_small({"--role=trainer", "--node.name=t-0",
+                                        at}),
+                            tmp_path("pty-t0.log"));
+  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
+                           tmp_path("pty-wa.log"));
+  BOOST_REQUIRE(!head.expect("head: 2 node(s) joined, running").empty());
+  std::this_thread::sleep_for(300ms); // a few reports and acks
+  head.type("nodes\r");
+  auto nodes = head.expect("stoker> ");
+  std::istringstream lines{nodes};
+  int heard = 0;
+  for (std::string line; std::getline(lines, line);)
+    if ((contains(line, "t-0") || contains(line, "w-a"))
+        && contains(line, "joined"))
+      heard += contains(line, " ago") ? 1 : 0;
+  BOOST_TEST(heard == 2, nodes);
+  head.type("quit\r");
+  BOOST_TEST(!head.expect("bye; the job goes on").empty());
+  BOOST_TEST(!head.expect("missing 0, duplicates 0", 60s).empty());
+  BOOST_TEST(wait_exit(head.proc, 30s) == 0, head.seen);
+  BOOST_TEST(wait_exit(trainer, 20s) == 0);
+  BOOST_TEST(wait_exit(worker, 20s) == 0);
+  std::remove(port_file.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(a_console_whose_input_ends_detaches_and_the_run_goes_on) {
+  auto log = tmp_path("stdin-end.log");
+  auto run = start_node(with_small({"--console", "--pipeline.dataset-size=640",
+                                    "--pipeline.batch-size=16",
+                                    "--trainer.sim-step-ms=5"}),
+                        log); // standard input is /dev/null
+  BOOST_TEST(wait_exit(run, 60s) == 0, read_file(log));
+  auto text = read_file(log);
+  BOOST_TEST(contains(text, "end of input; detached, the job goes on"), text);
+  BOOST_TEST(contains(text, "missing 0, duplicates 0"), text);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

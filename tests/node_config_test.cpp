@@ -70,6 +70,23 @@ BOOST_AUTO_TEST_CASE(command_line_overrides_the_file) {
   BOOST_TEST((cfg.trainer.device == device_kind::sim));
 }
 
+BOOST_AUTO_TEST_CASE(console_flag_is_short_for_console_terminal) {
+  for (auto args : {std::vector<std::string>{"--console"},
+                    std::vector<std::string>{"--console=true"},
+                    std::vector<std::string>{"--console.terminal"}}) {
+    auto res = load(args);
+    BOOST_REQUIRE(res);
+    BOOST_TEST((*res)->console.terminal, args.front());
+  }
+  auto off = load({"--console=false"}, "[console]\nterminal=true\n");
+  BOOST_REQUIRE(off);
+  BOOST_TEST(!(*off)->console.terminal);
+  auto plain = load({});
+  BOOST_REQUIRE(plain);
+  BOOST_TEST(!(*plain)->console.terminal);
+  BOOST_TEST(mentions(rejection({"--console=maybe"}), "--console.terminal=maybe"));
+}
+
 BOOST_AUTO_TEST_CASE(article_workload_defaults_apply_without_a_key) {
   auto res = load({}, "[router]\nwindow=2\n");
   BOOST_REQUIRE(res);

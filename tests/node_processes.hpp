@@ -17,6 +17,8 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -51,6 +53,7 @@ inline child start(const std::string& program, std::vector<std::string> args,
   BOOST_REQUIRE(c.pid >= 0);
   if (c.pid == 0) {
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(::open("/dev/null", O_RDONLY), 0); // nobody types here
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     std::vector<char*> argv{const_cast<char*>(program.c_str())};
@@ -91,6 +94,71 @@ inline bool wait_for_text(const std::string& path, const std::string& text,
     std::this_thread::sleep_for(20ms);
   }
   return false;
+}
+
+// A child on a pseudo-terminal, as a person at a terminal runs it: `type`
+// sends keys, `expect` reads what it prints.
+struct pty_child {
+  child proc; // proc.log stays empty: the output is in `seen`
+  int fd = -1; // the terminal's controlling side
+  std::string seen;
+  size_t mark = 0; // expect() looks past here
+
+  // Waits for `text` after the last match; returns what came before it
+  // and the text itself (empty if it did not come in time).
+  std::string expect(const std::string& text,
+                     std::chrono::milliseconds timeout = 20s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      auto at = seen.find(text, mark);
+      if (at != std::string::npos) {
+        auto out = seen.substr(mark, at + text.size() - mark);
+        mark = at + text.size();
+        return out;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0)
+        break;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0)
+        continue;
+      char buf[4096];
+      auto n = ::read(fd, buf, sizeof(buf));
+      if (n <= 0)
+        break; // the child closed the terminal
+      seen.append(buf, static_cast<size_t>(n));
+    }
+    BOOST_TEST_MESSAGE("no '" << text << "' on the terminal; it shows:\n"
+                              << seen.substr(mark));
+    return {};
+  }
+
+  void type(const std::string& keys) {
+    BOOST_REQUIRE(::write(fd, keys.data(), keys.size())
+                  == static_cast<ssize_t>(keys.size()));
+  }
+
+  ~pty_child() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+inline void start_on_pty(pty_child& c, const std::string& program,
+                         std::vector<std::string> args) {
+  winsize size{40, 160, 0, 0};
+  c.proc.pid = ::forkpty(&c.fd, nullptr, nullptr, &size);
+  BOOST_REQUIRE(c.proc.pid >= 0);
+  if (c.proc.pid == 0) {
+    std::vector<char*> argv{const_cast<char*>(program.c_str())};
+    for (auto& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::setenv("TERM", "xterm", 1);
+    ::execv(program.c_str(), argv.data());
+    ::_exit(127);
+  }
 }
 
 // A port nothing listens on: bound to find it, then closed.

@@ -237,6 +237,21 @@ BOOST_AUTO_TEST_CASE(every_policy_honours_an_excluded_worker) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(drain_takes_a_node_or_one_worker_by_name) {
+  routing_table t{routing_policy::least_loaded};
+  auto a0 = t.add_worker("a/0");
+  auto a1 = t.add_worker("a/1");
+  auto ab = t.add_worker("ab/0"); // not of node "a"
+  BOOST_TEST(t.set_draining("a", true) == 2u);
+  BOOST_TEST(t.workers()[a0].draining);
+  BOOST_TEST(t.workers()[a1].draining);
+  BOOST_TEST(!t.workers()[ab].draining);
+  BOOST_TEST(*t.pick(64) == ab);
+  BOOST_TEST(t.set_draining("a/1", false) == 1u);
+  BOOST_TEST(!t.workers()[a1].draining);
+  BOOST_TEST(t.set_draining("nobody", true) == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(picks_nothing_without_workers) {
   routing_table t{routing_policy::least_loaded};
   BOOST_TEST(!t.pick(64).has_value());

@@ -12,7 +12,8 @@ const std::vector<command_spec>& console_command_specs() {
   static const std::vector<command_spec> specs = {
     {"help", 0, 1, "help [COMMAND]", "list the commands, or explain one"},
     {"nodes", 0, 0, "nodes",
-     "every node: name, role, host, cores, device, joined, state"},
+     "every node: name, role, host, cores, workers, device, joined, last "
+     "heartbeat, state"},
     {"actors", 0, 1, "actors [NODE]",
      "every actor (or NODE's): id, kind, node, mailbox, processed, rate, "
      "busy"},
@@ -23,9 +24,11 @@ const std::vector<command_spec>& console_command_specs() {
      "step, time per step, throughput, accelerator idle, loss, device"},
     {"set", 2, 2, "set router.policy POLICY | set router.window N",
      "change the routing policy or the in-flight window of the running job"},
-    {"drain", 1, 1, "drain NODE",
-     "give NODE's workers no new work; they finish what they hold"},
-    {"undrain", 1, 1, "undrain NODE", "give NODE's workers work again"},
+    {"drain", 1, 1, "drain NODE|WORKER",
+     "give NODE's workers (or one WORKER) no new work; they finish what "
+     "they hold"},
+    {"undrain", 1, 1, "undrain NODE|WORKER",
+     "give NODE's workers (or one WORKER) work again"},
     {"pause", 0, 0, "pause", "lease no new batches (in-flight ones finish)"},
     {"resume", 0, 0, "resume", "lease again after pause"},
     {"trace", 1, 2, "trace start FILE | trace stop",
@@ -123,6 +126,78 @@ std::vector<std::string> complete_command(std::string_view prefix) {
     if (spec.name.substr(0, prefix.size()) == prefix)
       out.emplace_back(spec.name);
   return out;
+}
+
+namespace {
+
+std::vector<std::string> starting_with(std::vector<std::string> words,
+                                       std::string_view prefix) {
+  words.erase(std::remove_if(words.begin(), words.end(),
+                             [&](const std::string& w) {
+                               return w.compare(0, prefix.size(), prefix)
+                                      != 0;
+                             }),
+              words.end());
+  return words;
+}
+
+// Words the user finished, then the one under the cursor (maybe empty).
+std::vector<std::string> split_for_completion(std::string_view line) {
+  std::vector<std::string> words{""};
+  for (auto c : line) {
+    if (c == ' ' || c == '\t') {
+      if (!words.back().empty())
+        words.emplace_back();
+    } else {
+      words.back() += c;
+    }
+  }
+  return words;
+}
+
+} // namespace
+
+console_completion complete_console_line(
+  std::string_view before_cursor,
+  const std::function<std::vector<std::string>()>& node_names) {
+  auto words = split_for_completion(before_cursor);
+  console_completion out;
+  out.word = words.back();
+  auto& w = out.word;
+  if (words.size() == 1) {
+    out.matches = complete_command(w);
+    return out;
+  }
+  auto& cmd = words.front();
+  auto at = words.size() - 1; // index of the word being completed
+  std::vector<std::string> options;
+  if (cmd == "help" && at == 1)
+    options = complete_command("");
+  else if (cmd == "set" && at == 1)
+    options = {"router.policy", "router.window"};
+  else if (cmd == "set" && at == 2 && words[1] == "router.policy")
+    options = {"least-loaded", "round-robin", "local-only", "power-of-two"};
+  else if (cmd == "trace" && at == 1)
+    options = {"start", "stop"};
+  else if (cmd == "stats" && at == 1)
+    options = {"--json"};
+  else if ((cmd == "drain" || cmd == "undrain" || cmd == "actors") && at == 1)
+    options = node_names();
+  out.matches = starting_with(std::move(options), w);
+  return out;
+}
+
+std::string common_prefix(const std::vector<std::string>& words) {
+  if (words.empty())
+    return {};
+  std::string prefix = words.front();
+  for (auto& w : words) {
+    size_t n = 0;
+    while (n < prefix.size() && n < w.size() && prefix[n] == w[n])
+      ++n;
+    prefix.resize(n);
+  }
+  return prefix;
 }
 
 namespace {

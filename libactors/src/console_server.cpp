@@ -35,7 +35,7 @@ bool is_loopback(const std::string& address) {
 
 caf::expected<std::unique_ptr<console_server>>
 console_server::start(caf::actor_system& sys, const console_spec& spec,
-                      registry_actor registry, router_actor router) {
+                      console_target target) {
   if (!is_loopback(spec.bind) && spec.token.empty())
     return make_error(errc::invalid_config,
                       "console.bind = \"" + spec.bind
@@ -46,7 +46,7 @@ console_server::start(caf::actor_system& sys, const console_spec& spec,
     return std::move(socket.error());
   auto result = std::make_unique<console_server>(
     private_tag{}, sys, socket->fd, socket->port, spec.token,
-    std::move(registry), std::move(router));
+    std::move(target));
   result->acceptor_ = std::thread{[self = result.get()] {
     self->accept_loop();
   }};
@@ -55,13 +55,12 @@ console_server::start(caf::actor_system& sys, const console_spec& spec,
 
 console_server::console_server(private_tag, caf::actor_system& sys, int fd,
                                uint16_t port, std::string token,
-                               registry_actor registry, router_actor router)
+                               console_target target)
   : sys_(sys),
     fd_(fd),
     port_(port),
     token_(std::move(token)),
-    registry_(std::move(registry)),
-    router_(std::move(router)) {
+    target_(std::move(target)) {
   // The acceptor starts in start(), once the object is in place.
 }
 
@@ -106,7 +105,7 @@ void console_server::accept_loop() {
 }
 
 void console_server::serve(client& c) {
-  console_session session{sys_, registry_, router_};
+  console_session session{sys_, target_};
   bool authorized = token_.empty();
   send_all(c.fd, authorized ? "stoker console; type help\n> "
                             : "stoker console; send the token first\n");

@@ -49,15 +49,42 @@ std::string idle_reason(const worker_status& w) {
 
 } // namespace
 
-std::string format_nodes(const std::vector<node_row>& nodes) {
+std::optional<uint64_t> node_heard_ms_ago(const node_row& node,
+                                          const router_status& router) {
+  if (node.state != "joined")
+    return std::nullopt;
+  if (node.role == "trainer")
+    return router.trainer_heard_ms_ago < 0
+             ? std::nullopt
+             : std::optional<uint64_t>{
+               static_cast<uint64_t>(router.trainer_heard_ms_ago)};
+  std::optional<uint64_t> freshest;
+  auto prefix = node.name + "/";
+  for (auto& w : router.workers)
+    if (w.alive
+        && (node.role == "local" || w.name.compare(0, prefix.size(), prefix)
+                                      == 0))
+      freshest = std::min(freshest.value_or(w.heard_ms_ago), w.heard_ms_ago);
+  return freshest;
+}
+
+std::string format_nodes(const std::vector<node_row>& nodes,
+                         const router_status& router) {
   std::vector<std::vector<std::string>> rows;
-  for (auto& n : nodes)
+  for (auto& n : nodes) {
+    auto heard = node_heard_ms_ago(n, router);
     rows.push_back({n.name, n.role, n.host, std::to_string(n.cores),
-                    n.role == "worker" ? std::to_string(n.workers) : "-",
+                    n.role == "trainer" ? "-" : std::to_string(n.workers),
                     n.device.empty() ? "-" : n.device,
-                    clock_time(n.joined_unix_s), n.state});
+                    clock_time(n.joined_unix_s),
+                    !heard      ? "-"
+                    : *heard == 0 ? "< 1 ms ago"
+                                  : human_duration_ns(*heard * 1000000)
+                                      + " ago",
+                    n.state});
+  }
   return format_table({"node", "role", "host", "cores", "workers", "device",
-                       "joined", "state"},
+                       "joined", "heartbeat", "state"},
                       rows);
 }
 
@@ -138,17 +165,41 @@ std::string format_actors(const std::vector<actor_row>& rows,
 }
 
 console_session::console_session(caf::actor_system& sys,
-                                 registry_actor registry, router_actor router)
-  : self_(sys), registry_(std::move(registry)), router_(std::move(router)) {
+                                 console_target target)
+  : self_(sys), target_(std::move(target)) {
   // nop
 }
 
 caf::expected<router_status> console_session::router_now() {
-  return ask<router_status>(self_, router_, status_atom::value);
+  return ask<router_status>(self_, target_.router, status_atom::value);
+}
+
+caf::expected<roster> console_session::members() {
+  if (!target_.registry)
+    return target_.members;
+  return ask<roster>(self_, target_.registry, roster_atom::value);
+}
+
+caf::expected<std::vector<node_row>> console_session::nodes() {
+  if (!target_.registry)
+    return target_.nodes;
+  return ask<std::vector<node_row>>(self_, target_.registry,
+                                    nodes_atom::value);
+}
+
+std::vector<std::string> console_session::node_names() {
+  std::vector<std::string> out;
+  if (auto rows = nodes())
+    for (auto& n : *rows)
+      out.push_back(n.name);
+  if (auto st = router_now())
+    for (auto& w : st->workers)
+      out.push_back(w.name);
+  return out;
 }
 
 caf::expected<trainer_stats> console_session::trainer_now() {
-  auto members = ask<roster>(self_, registry_, roster_atom::value);
+  auto members = this->members();
   if (!members)
     return std::move(members.error());
   if (members->trainers.empty())
@@ -165,8 +216,8 @@ caf::expected<std::string> console_session::stats_json() {
   if (!trainer)
     return std::move(trainer.error());
   std::vector<worker_stats> workers;
-  if (auto members = ask<roster>(self_, registry_, roster_atom::value))
-    for (auto& w : members->workers)
+  if (auto found = members())
+    for (auto& w : found->workers)
       if (auto s = ask<worker_stats>(self_, w, stats_atom::value))
         workers.push_back(std::move(*s));
   return to_json(make_report(router->summary, *trainer, workers));
@@ -176,27 +227,35 @@ caf::expected<std::vector<actor_row>> console_session::actors() {
   auto router = router_now();
   if (!router)
     return std::move(router.error());
-  auto found = ask<roster>(self_, registry_, roster_atom::value);
+  auto found = this->members();
   if (!found)
     return std::move(found.error());
   auto& members = *found;
+  auto known = nodes();
+  // The router (and registry) run on the head; in a local run, on its node.
+  std::string home = target_.registry || !known || known->empty()
+                       ? "head"
+                       : known->front().name;
   double wall_s = static_cast<double>(router->summary.wall_ns) * 1e-9;
   std::vector<actor_row> rows;
-  rows.push_back({router_.id(), "router", "head", "-",
+  rows.push_back({target_.router.id(), "router", home, "-",
                   router->summary.batches_leased,
                   wall_s > 0 ? static_cast<double>(
                                  router->summary.batches_leased)
                                  / wall_s
                              : 0.0,
                   -1.0});
-  rows.push_back({registry_.id(), "registry", "head", "-",
-                  members.nodes.size(), 0.0, -1.0});
+  if (target_.registry)
+    rows.push_back({target_.registry.id(), "registry", "head", "-",
+                    members.nodes.size(), 0.0, -1.0});
   for (auto& w : members.workers) {
     auto answer = ask<worker_stats>(self_, w, stats_atom::value);
     if (!answer)
       continue; // lost: `router` says so
     auto& s = *answer;
-    actor_row row{w.id(), "worker", s.name.substr(0, s.name.find('/')),
+    actor_row row{w.id(), "worker",
+                  target_.registry ? s.name.substr(0, s.name.find('/'))
+                                   : home,
                   "-", s.batches, 0.0, -1.0};
     for (auto& ws : router->workers)
       if (ws.name == s.name)
@@ -210,10 +269,9 @@ caf::expected<std::vector<actor_row>> console_session::actors() {
     rows.push_back(std::move(row));
   }
   std::string trainer_node = "-";
-  if (auto nodes = ask<std::vector<node_row>>(self_, registry_,
-                                              nodes_atom::value))
-    for (auto& n : *nodes)
-      if (n.role == "trainer" && n.state == "joined")
+  if (known)
+    for (auto& n : *known)
+      if ((n.role == "trainer" || n.role == "local") && n.state == "joined")
         trainer_node = n.name;
   for (auto& t : members.trainers) {
     auto answer = ask<trainer_stats>(self_, t, stats_atom::value);
@@ -245,9 +303,11 @@ console_reply console_session::execute(std::string_view line) {
   if (cmd->name == "quit")
     return {"bye; the job goes on\n", true};
   if (cmd->name == "nodes") {
-    auto rows = ask<std::vector<node_row>>(self_, registry_,
-                                           nodes_atom::value);
-    return rows ? console_reply{format_nodes(*rows)} : fail(rows.error());
+    auto rows = nodes();
+    if (!rows)
+      return fail(rows.error());
+    auto st = router_now();
+    return st ? console_reply{format_nodes(*rows, *st)} : fail(st.error());
   }
   if (cmd->name == "actors") {
     auto rows = actors();
@@ -279,12 +339,12 @@ console_reply console_session::execute(std::string_view line) {
       what = "trace-" + cmd->args[0];
       arg = cmd->args.size() > 1 ? cmd->args[1] : std::string{};
     }
-    auto answer = ask<std::string>(self_, router_, control_atom::value, what,
+    auto answer = ask<std::string>(self_, target_.router, control_atom::value, what,
                                    arg);
     return answer ? console_reply{*answer + "\n"} : fail(answer.error());
   }
   if (cmd->name == "set") {
-    auto answer = ask<std::string>(self_, router_, set_atom::value,
+    auto answer = ask<std::string>(self_, target_.router, set_atom::value,
                                    cmd->args[0], cmd->args[1]);
     return answer ? console_reply{*answer + "\n"} : fail(answer.error());
   }

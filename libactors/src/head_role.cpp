@@ -6,7 +6,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "stoker/cluster.hpp"
-#include "stoker/console_server.hpp"
+#include "stoker/node_consoles.hpp"
 #include "stoker/epoch_source.hpp"
 #include "stoker/errors.hpp"
 #include "stoker/local_run.hpp"
@@ -87,18 +87,12 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
     return 1;
   }
   // Declared after `stop` and torn down before the actors it talks to.
-  std::unique_ptr<console_server> console;
-  if (cfg.console.port != 0) {
-    auto started = console_server::start(sys, cfg.console, registry, router);
-    if (!started) {
-      std::cerr << "stoker-node: " << describe(started.error()) << std::endl;
-      stop();
-      return 1;
-    }
-    console = std::move(*started);
-    std::cout << "head: console on " << cfg.console.bind << ":"
-              << console->port() << " (nc or tools/stoker-console)"
-              << std::endl;
+  auto consoles = node_consoles::open(
+    sys, cfg.console, console_target{router, registry, {}, {}}, "head");
+  if (!consoles) {
+    std::cerr << "stoker-node: " << describe(consoles.error()) << std::endl;
+    stop();
+    return 1;
   }
   std::vector<std::string> expected;
   for (auto& node : c.nodes)
@@ -146,7 +140,7 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
       },
       [&](caf::error& err) { result = std::move(err); });
   int code = finish_run(result, cfg);
-  console.reset(); // closes every console connection
+  consoles = node_consoles{}; // closes every console
   shut_down_nodes(self, current_roster(self, registry));
   stop();
   bound_shutdown(code, std::chrono::seconds(5));

@@ -1,7 +1,9 @@
 #include "stoker/local_run.hpp"
 
+#include <ctime>
 #include <iomanip>
 #include <iostream>
+#include <thread>
 
 #include <caf/scoped_actor.hpp>
 
@@ -9,8 +11,31 @@
 #include "stoker/cuda_devices.hpp"
 #include "stoker/detail/peak_rss.hpp"
 #include "stoker/errors.hpp"
+#include "stoker/node_consoles.hpp"
 
 namespace stoker {
+
+namespace {
+
+// A local run has no registry: the console is told its actors and its one
+// node up front.
+console_target local_console_target(const run_config& cfg,
+                                    const router_actor& router,
+                                    const trainer_actor& trainer,
+                                    const std::vector<worker_actor>& workers) {
+  console_target target;
+  target.router = router;
+  target.members.nodes = {cfg.node_name};
+  target.members.workers = workers;
+  target.members.trainers = {trainer};
+  target.nodes.push_back(node_row{
+    cfg.node_name, "local", cfg.node_host, std::thread::hardware_concurrency(),
+    cfg.workers, to_string(cfg.trainer.device),
+    static_cast<int64_t>(std::time(nullptr)), "joined"});
+  return target;
+}
+
+} // namespace
 
 caf::expected<run_report> run_local(caf::actor_system& sys,
                                     const run_config& cfg) {
@@ -41,13 +66,21 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
     self->send(router, join_atom::value, workers.back(), name,
                cfg.node_host);
   }
+  auto consoles = node_consoles::open(sys, cfg.console,
+                                      local_console_target(cfg, router,
+                                                           *trainer, workers),
+                                      "local");
   caf::expected<run_report> result{caf::error{}};
-  self->request(router, caf::infinite, run_atom::value)
-    .receive(
-      [&](router_summary& summary) {
-        result = collect_report(self, summary, *trainer, workers);
-      },
-      [&](caf::error& err) { result = std::move(err); });
+  if (!consoles)
+    result = std::move(consoles.error());
+  else
+    self->request(router, caf::infinite, run_atom::value)
+      .receive(
+        [&](router_summary& summary) {
+          result = collect_report(self, summary, *trainer, workers);
+        },
+        [&](caf::error& err) { result = std::move(err); });
+  consoles = node_consoles{}; // before the actors they ask
   for (auto& w : workers)
     stop(w);
   stop(*trainer, router, source);

@@ -149,6 +149,10 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg) {
   auto& c = cfg.cluster;
   std::cout << "stoker-node: role " << cfg.role << ", node " << cfg.node_name
             << ", head " << c.head_host << ":" << c.head_port << std::endl;
+  if (cfg.console.terminal || cfg.console.port != 0)
+    std::cout << "stoker-node: console.* ignored: the console runs on the "
+                 "head (attach to it there)"
+              << std::endl;
   auto registry = connect_to_head(sys, c);
   if (!registry) {
     std::cerr << "stoker-node: " << describe(registry.error()) << std::endl;

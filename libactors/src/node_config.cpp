@@ -106,8 +106,11 @@ node_config::node_config() {
     .add<bool>("resume", "the trainer continues from the checkpoint in "
                          "trainer.checkpoint-dir");
   opt_group{custom_options_, "console"}
-    .add<int64_t>("port", "the head serves its console over TCP here; 0 = "
-                          "off (default 0)")
+    .add<bool>("terminal", "the console on this terminal while the job "
+                           "runs (line editing, history, tab completion); "
+                           "--console for short (default false)")
+    .add<int64_t>("port", "the head (or local node) serves its console "
+                          "over TCP here; 0 = off (default 0)")
     .add<string>("bind", "the console's address (default \"127.0.0.1\")")
     .add<string>("token", "a client's first line must be this; required "
                           "when console.bind is not loopback");
@@ -250,9 +253,21 @@ node_config::load(const std::vector<std::string>& args) {
         return err;
     }
   }
+  // `--console` is short for `--console.terminal`: CAF cannot have a
+  // global flag named like the [console] section.
+  std::vector<std::string> expanded;
+  for (auto& arg : args) {
+    const std::string shortcut = "--console";
+    if (arg.compare(0, shortcut.size(), shortcut) == 0
+        && (arg.size() == shortcut.size() || arg[shortcut.size()] == '='))
+      expanded.push_back("--console.terminal" + arg.substr(shortcut.size()));
+    else
+      expanded.push_back(arg);
+  }
   std::vector<std::string> caf_args;
   std::vector<std::pair<std::string, bool>> flags;
-  if (auto err = split_boolean_flags(args, custom_options_, caf_args, flags))
+  if (auto err = split_boolean_flags(expanded, custom_options_, caf_args,
+                                     flags))
     return err;
   // Pass 1: the file alone, against our option set, to report syntax
   // errors with their line and unknown or mistyped keys (CAF would only

@@ -363,6 +363,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       s.trainer_lost_at.reset();
       s.trainer_checkpoints = hello.checkpoints;
       s.trainer = std::move(trainer);
+      s.trainer_heard_ns = s.now_ns();
       self->monitor(s.trainer);
       s.table.set_trainer_host(hello.host);
       s.resumed.restore(hello.done_below, hello.done_ids);
@@ -373,6 +374,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
     [=](ack_atom, uint64_t batch_id, uint64_t wait_ns, uint64_t step_ns,
         uint64_t backlog) {
       auto& s = self->state;
+      s.trainer_heard_ns = s.now_ns();
       auto i = s.leases.find(batch_id);
       if (i == s.leases.end())
         return; // a late answer for a batch already acknowledged
@@ -425,6 +427,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       return control(self, what, arg);
     },
     [=](saved_atom) {
+      self->state.trainer_heard_ns = self->state.now_ns();
       self->state.unsaved.clear(); // all acked so far is in the checkpoint
     },
     [=](tick_atom) {

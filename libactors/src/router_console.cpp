@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 
 #include "stoker/detail/router_state.hpp"
@@ -26,6 +27,9 @@ router_status status_of(router_ptr self) {
   out.trainer_present = static_cast<bool>(s.trainer);
   out.paused = s.paused;
   auto now = s.now_ns();
+  if (s.trainer)
+    out.trainer_heard_ms_ago = static_cast<int64_t>(
+      (now - std::min(now, s.trainer_heard_ns)) / 1000000);
   auto samples = s.pending.empty()
                    ? uint32_t{0}
                    : static_cast<uint32_t>(
@@ -44,6 +48,7 @@ router_status status_of(router_ptr self) {
     ws.rate_sps = w.has_rate ? w.rate_sps : 0.0;
     ws.expected_delay_s = s.table.expected_delay(i, samples, now);
     ws.overdue_ms = s.table.overdue_ns(i, now) / 1000000;
+    ws.heard_ms_ago = (now - std::min(now, w.last_report_ns)) / 1000000;
     out.workers.push_back(std::move(ws));
   }
   return out;
@@ -96,10 +101,13 @@ caf::result<std::string> control(router_ptr self, const std::string& what,
     if (n == 0)
       return make_error(errc::invalid_config,
                         "no live worker on node '" + arg
-                          + "'; see nodes and router");
+                          + "' nor named so; see nodes and router");
     dispatch(self);
+    bool one = std::any_of(s.table.workers().begin(), s.table.workers().end(),
+                           [&](auto& w) { return w.name == arg; });
     return (what == "drain" ? "draining " : "undrained ")
-           + std::to_string(n) + " worker(s) of node '" + arg + "'";
+           + (one ? "worker '" + arg + "'"
+                  : std::to_string(n) + " worker(s) of node '" + arg + "'");
   }
   if (what == "pause") {
     s.paused = true;

@@ -98,10 +98,11 @@ size_t routing_table::alive_workers() const noexcept {
     workers_.begin(), workers_.end(), [](auto& w) { return w.alive; }));
 }
 
-size_t routing_table::set_draining(const std::string& node, bool draining) {
+size_t routing_table::set_draining(const std::string& name, bool draining) {
   size_t touched = 0;
   for (auto& w : workers_)
-    if (w.name.compare(0, node.size() + 1, node + "/") == 0 && w.alive) {
+    if ((w.name == name || w.name.compare(0, name.size() + 1, name + "/") == 0)
+        && w.alive) {
       w.draining = draining;
       ++touched;
     }

@@ -265,6 +265,7 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
     r.fail("--role=" + cfg.role
            + " needs --cluster.head=HOST:PORT (where the head listens)");
   r.text("report", cfg.report_path);
+  r.boolean("console.terminal", cfg.console.terminal);
   r.unsigned_int("console.port", cfg.console.port, 0, 65535);
   r.text("console.bind", cfg.console.bind);
   r.text("console.token", cfg.console.token);

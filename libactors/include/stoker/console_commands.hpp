@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,24 @@ caf::expected<std::string> console_help(std::string_view command = {});
 
 /// Command names starting with `prefix`, for tab completion.
 std::vector<std::string> complete_command(std::string_view prefix);
+
+/// What tab completion offers for the word under the cursor.
+struct console_completion {
+  std::string word;                 ///< the partial word before the cursor
+  std::vector<std::string> matches; ///< whole words that start with it
+};
+
+/// Completes the last word of `before_cursor` (what the user typed up to
+/// the cursor): a command name first, then what that command takes (help
+/// COMMAND, set KEY, the policies, trace start|stop, stats --json, and the
+/// names `node_names` gives for drain, undrain and actors; it is called
+/// only then, since asking the head for them takes a round trip).
+console_completion complete_console_line(
+  std::string_view before_cursor,
+  const std::function<std::vector<std::string>()>& node_names);
+
+/// The longest prefix every one of `words` shares ("" for none).
+std::string common_prefix(const std::vector<std::string>& words);
 
 /// Columns padded to the widest cell, numbers right-aligned, one header
 /// line: how every console table is printed.

@@ -13,6 +13,7 @@
 
 #include "stoker/actors.hpp"
 #include "stoker/cluster.hpp"
+#include "stoker/console_session.hpp"
 #include "stoker/run_config.hpp"
 
 namespace stoker {
@@ -21,7 +22,7 @@ namespace stoker {
 /// "localhost"): binding elsewhere needs a token.
 bool is_loopback(const std::string& address);
 
-/// The head's console over TCP: any line-based client (`nc`,
+/// The console over TCP (a head's, or a local run's): any line-based client (`nc`,
 /// tools/stoker-console) sends one command per line and gets the answer,
 /// then a "> " prompt. With a token, the first line must be it. One thread
 /// per connection, each with its own console_session; a client that sends
@@ -33,7 +34,7 @@ public:
   /// missing token for a non-loopback bind (errc::invalid_config).
   static caf::expected<std::unique_ptr<console_server>>
   start(caf::actor_system& sys, const console_spec& spec,
-        registry_actor registry, router_actor router);
+        console_target target);
 
   ~console_server();
   console_server(const console_server&) = delete;
@@ -46,8 +47,7 @@ private:
 
 public:
   console_server(private_tag, caf::actor_system& sys, int fd, uint16_t port,
-                 std::string token, registry_actor registry,
-                 router_actor router);
+                 std::string token, console_target target);
 
 private:
   struct client {
@@ -63,8 +63,7 @@ private:
   int fd_;
   uint16_t port_;
   std::string token_;
-  registry_actor registry_;
-  router_actor router_;
+  console_target target_;
   std::atomic<bool> stopping_{false};
   std::mutex clients_mutex_;
   std::list<client> clients_;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,7 +16,19 @@ namespace stoker {
 
 /// The console's tables, from what the head's actors answer. Plain
 /// functions: tested without an actor system.
-std::string format_nodes(const std::vector<node_row>& nodes);
+///
+/// `nodes` with a last-heartbeat column taken from the router: a worker
+/// node's freshest worker report, a trainer's last credit, ack or
+/// checkpoint (see node_heard_ms_ago).
+std::string format_nodes(const std::vector<node_row>& nodes,
+                         const router_status& router);
+
+/// How long ago the router last heard from `node` (ms): the freshest report
+/// of its live workers (named "NODE/i"; every worker for a local node), or
+/// the trainer's last message for the joined trainer node. Nothing for a
+/// node that left or has not been heard from.
+std::optional<uint64_t> node_heard_ms_ago(const node_row& node,
+                                          const router_status& router);
 std::string format_router(const router_status& status);
 std::string format_trainer(const trainer_stats& stats,
                            const router_status& status);
@@ -41,26 +54,40 @@ struct console_reply {
   bool quit = false;
 };
 
-/// Runs console lines against a running head: asks the registry, the
+/// Whom a console asks. On a head: the router and the registry (who is in
+/// the cluster). A local run has no registry: its actors and its one node
+/// row are fixed when it starts.
+struct console_target {
+  router_actor router;
+  registry_actor registry;     ///< null in a local run
+  roster members;              ///< a local run's workers and trainer
+  std::vector<node_row> nodes; ///< a local run's own node
+};
+
+/// Runs console lines against a running job: asks the registry, the
 /// router and the trainer (each request with a 2 s timeout) through its own
 /// scoped actor, so every console connection gets one and uses it from its
 /// own thread only. Bad lines answer with the usage, never throw.
 class console_session {
 public:
-  console_session(caf::actor_system& sys, registry_actor registry,
-                  router_actor router);
+  console_session(caf::actor_system& sys, console_target target);
 
   console_reply execute(std::string_view line);
+
+  /// Every node's and worker's name (for completing `drain NODE|WORKER`);
+  /// none of those whose actor does not answer.
+  std::vector<std::string> node_names();
 
 private:
   caf::expected<router_status> router_now();
   caf::expected<trainer_stats> trainer_now();
   caf::expected<std::string> stats_json();
   caf::expected<std::vector<actor_row>> actors();
+  caf::expected<roster> members();
+  caf::expected<std::vector<node_row>> nodes();
 
   caf::scoped_actor self_;
-  registry_actor registry_;
-  router_actor router_;
+  console_target target_;
 };
 
 } // namespace stoker

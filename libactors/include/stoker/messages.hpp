@@ -158,6 +158,7 @@ struct worker_status {
   bool draining = false;
   double expected_delay_s = 0.0; ///< for one more batch
   uint64_t overdue_ms = 0;       ///< its report is this late (stale if > 0)
+  uint64_t heard_ms_ago = 0;     ///< since its last report (a heartbeat)
 };
 
 /// The router now (for the console's `router` and `stats --json`).
@@ -167,6 +168,8 @@ struct router_status {
   uint64_t batch_bytes = 0;
   bool trainer_present = false;
   bool paused = false;
+  /// Since the trainer's last credit, ack or checkpoint; < 0: none yet.
+  int64_t trainer_heard_ms_ago = -1;
   std::vector<worker_status> workers;
 };
 
@@ -217,14 +220,14 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_status& x) {
   return f(caf::meta::type_name("worker_status"), x.name, x.host, x.alive,
            x.local, x.outstanding, x.mailbox, x.items_done, x.draining,
-           x.rate_sps,
-           x.expected_delay_s, x.overdue_ms);
+           x.rate_sps, x.expected_delay_s, x.overdue_ms, x.heard_ms_ago);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_status& x) {
   return f(caf::meta::type_name("router_status"), x.summary, x.in_flight,
-           x.batch_bytes, x.trainer_present, x.paused, x.workers);
+           x.batch_bytes, x.trainer_present, x.paused,
+           x.trainer_heard_ms_ago, x.workers);
 }
 
 template <class Inspector>

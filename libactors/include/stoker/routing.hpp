@@ -89,9 +89,10 @@ public:
   /// Workers not lost.
   size_t alive_workers() const noexcept;
 
-  /// Stops (or resumes) giving new work to every worker on node `node`
-  /// (names "NODE/i"); returns how many workers that touched.
-  size_t set_draining(const std::string& node, bool draining);
+  /// Stops (or resumes) giving new work to the live worker named `name`,
+  /// or to every live worker of node `name` (names "NODE/i"); returns how
+  /// many workers that touched.
+  size_t set_draining(const std::string& name, bool draining);
 
   /// How long worker `index` has been silent beyond the time its current
   /// item should take (it cannot report mid-item), at `now_ns`.

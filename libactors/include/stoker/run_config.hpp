@@ -103,9 +103,11 @@ struct router_spec {
   std::chrono::milliseconds no_worker_timeout{30000};
 };
 
-/// Where and how the head serves its console over TCP (`console.*`).
+/// The consoles of a head or local node (`console.*`): over TCP, and on
+/// the node's own terminal.
 struct console_spec {
-  uint16_t port = 0; ///< 0: no TCP console
+  bool terminal = false; ///< console.terminal (`--console`): on stdin/stdout
+  uint16_t port = 0;     ///< 0: no TCP console
   std::string bind = "127.0.0.1";
   std::string token; ///< required as the first line if not empty
 };
@@ -126,7 +128,7 @@ struct run_config {
   source_spec source{64000, 64, 1, true, 0};
   blur_params blur;
   router_spec router;
-  console_spec console; ///< the head's TCP console (node-local)
+  console_spec console; ///< the head's or local node's consoles (node-local)
   uint32_t workers = 0; ///< CPU workers; 0 = one per core
   /// Each worker of this node does its transform work this many times (it
   /// keeps the first result): makes slow workers for benchmarks and tests.

@@ -53,6 +53,7 @@ struct router_state {
   std::vector<worker_actor> workers;
   std::map<caf::actor_addr, size_t> worker_index;
   trainer_actor trainer;
+  uint64_t trainer_heard_ns = 0; // its last credit, ack or `saved`
   std::deque<work_item> pending; // pulled from the source, not yet leased
   bool fetching = false;
   bool source_done = false;
