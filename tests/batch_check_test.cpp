@@ -84,4 +84,46 @@ BOOST_AUTO_TEST_CASE(names_a_truncated_buffer) {
              != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(real_labels_need_only_be_classes_and_test_ids_the_split) {
+  auto data = expect;
+  data.labels_from_ids = false;
+  data.num_classes = 10;
+  data.eval_size = 20;
+  auto b = good_batch();
+  b.labels = {7, 0}; // from the dataset, not id % classes
+  BOOST_TEST(!check_batch(b, data));
+  b.labels = {7, 10};
+  auto err = check_batch(b, data);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(describe(err).find("has label 10, expected 0 to 9")
+             != std::string::npos);
+  b.labels = {7, 0};
+  b.part = split::test; // ids 10, 11 are below the test split's 20
+  BOOST_TEST(!check_batch(b, data));
+  b.sample_ids = {10, 25};
+  err = check_batch(b, data);
+  BOOST_REQUIRE(err);
+  BOOST_TEST(describe(err).find("below the test split's size 20")
+             != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(skipped_samples_are_checked_and_may_fill_a_batch) {
+  auto b = good_batch();
+  b.sample_ids.clear();
+  b.labels.clear();
+  b.checksums.clear();
+  b.data.clear();
+  b.skipped_ids = {3, 4};
+  b.skipped_names = {"a.png", "b.png"};
+  BOOST_TEST(!check_batch(b, expect)); // only unreadable files: no images
+  b.skipped_ids = {3, 400};
+  BOOST_TEST(problem(b).find("skipped sample id 400") != std::string::npos);
+  b.skipped_ids = {3};
+  BOOST_TEST(problem(b).find("2 skipped file names for 1") != std::string::npos);
+  auto test = good_batch();
+  test.part = split::test;
+  BOOST_TEST(problem(test).find("this run does not evaluate")
+             != std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -58,6 +58,32 @@ BOOST_AUTO_TEST_CASE(header_round_trips_every_field_but_the_data) {
   BOOST_TEST(out.width == 7u);
   BOOST_TEST(out.channels == 3u);
   BOOST_TEST(out.data.empty());
+  BOOST_TEST((out.part == split::train));
+  BOOST_TEST(out.skipped_ids.empty());
+}
+
+BOOST_AUTO_TEST_CASE(header_carries_the_split_and_skipped_files) {
+  auto batch = sample();
+  batch.part = split::test;
+  batch.skipped_ids = {41, 42};
+  batch.skipped_names = {"/data/a/41.png", "/data/b/42.png"};
+  image_batch out;
+  auto err = round_trip(batch, out);
+  BOOST_TEST(!err, describe(err));
+  BOOST_TEST((out.part == split::test));
+  BOOST_TEST(out.skipped_ids == batch.skipped_ids);
+  BOOST_TEST(out.skipped_names == batch.skipped_names);
+  // Every cut of this longer header is still refused.
+  std::vector<char> head;
+  encode_frame_head(batch, head);
+  auto size = static_cast<uint32_t>(head.size() - frame_prefix_bytes);
+  for (uint32_t cut = 0; cut < size; ++cut) {
+    image_batch part;
+    BOOST_TEST(static_cast<bool>(decode_frame_header(
+                 head.data() + frame_prefix_bytes, cut, batch.data.size(),
+                 part)),
+               "cut at " << cut);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(prefix_names_another_protocol_and_another_version) {

@@ -65,4 +65,21 @@ BOOST_AUTO_TEST_CASE(shuffle_differs_per_epoch_and_repeats_per_seed) {
   BOOST_TEST(first_batch(1, 0) != first_batch(2, 0));
 }
 
+BOOST_AUTO_TEST_CASE(each_epoch_ends_with_the_test_split_in_order) {
+  stoker::epoch_source src{{10, 4, 2, true, 7, 5}};
+  auto items = drain(src);
+  BOOST_REQUIRE(items.size() == 2u * (3 + 2));
+  BOOST_TEST(src.batches_per_epoch() == 5u);
+  BOOST_TEST(src.total_samples() == 20u); // training samples only
+  std::vector<uint64_t> ids;
+  for (size_t i = 0; i < items.size(); ++i) {
+    BOOST_TEST(items[i].batch_id == i); // unique over the run
+    bool test = i % 5 >= 3;
+    BOOST_TEST((items[i].part == (test ? split::test : split::train)));
+    BOOST_TEST(items[i].epoch == i / 5);
+  }
+  BOOST_TEST(items[3].sample_ids == (std::vector<uint64_t>{0, 1, 2, 3}));
+  BOOST_TEST(items[4].sample_ids == (std::vector<uint64_t>{4}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

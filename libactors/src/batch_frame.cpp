@@ -103,6 +103,15 @@ void encode_frame_head(const image_batch& batch, std::vector<char>& out) {
   auto name = batch.producer.substr(0, std::numeric_limits<uint16_t>::max());
   put(out, static_cast<uint16_t>(name.size()));
   out.insert(out.end(), name.begin(), name.end());
+  put(out, static_cast<uint8_t>(batch.part));
+  put(out, static_cast<uint32_t>(batch.skipped_ids.size()));
+  put_all(out, batch.skipped_ids);
+  put(out, static_cast<uint32_t>(batch.skipped_names.size()));
+  for (auto& skipped : batch.skipped_names) {
+    auto file = skipped.substr(0, std::numeric_limits<uint16_t>::max());
+    put(out, static_cast<uint16_t>(file.size()));
+    out.insert(out.end(), file.begin(), file.end());
+  }
   // The prefix last, now that the header's size is known.
   auto header = static_cast<uint32_t>(out.size() - frame_prefix_bytes);
   auto data = static_cast<uint64_t>(batch.data.size());
@@ -177,6 +186,21 @@ caf::error decode_frame_header(const char* header, uint32_t header_bytes,
   uint16_t name = 0;
   if (!in.get(name) || !in.get_string(batch.producer, name))
     return truncated("producer");
+  uint8_t part = 0;
+  if (!in.get(part))
+    return truncated("split");
+  if (part > 1)
+    return bad_frame("split tag " + std::to_string(part)
+                     + ", expected 0 (train) or 1 (test)");
+  batch.part = static_cast<split>(part);
+  if (!in.get(count) || !in.get_all(batch.skipped_ids, count))
+    return truncated("skipped_ids");
+  if (!in.get(count) || count > batch.skipped_ids.size())
+    return truncated("skipped_names");
+  batch.skipped_names.resize(count);
+  for (auto& file : batch.skipped_names)
+    if (!in.get(name) || !in.get_string(file, name))
+      return truncated("skipped_names");
   if (in.left() != 0)
     return bad_frame(std::to_string(in.left())
                      + " stray bytes after the header's last field");

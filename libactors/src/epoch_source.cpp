@@ -8,10 +8,15 @@ namespace stoker {
 
 epoch_source::epoch_source(const source_spec& spec)
   : spec_(spec),
-    batches_per_epoch_(spec.batch_size == 0
-                         ? 0
-                         : (spec.dataset_size + spec.batch_size - 1)
-                             / spec.batch_size),
+    train_batches_(spec.batch_size == 0
+                     ? 0
+                     : (spec.dataset_size + spec.batch_size - 1)
+                         / spec.batch_size),
+    batches_per_epoch_(train_batches_
+                       + (spec.batch_size == 0
+                            ? 0
+                            : (spec.eval_size + spec.batch_size - 1)
+                                / spec.batch_size)),
     order_(order_for(0)) {
   // nop
 }
@@ -35,11 +40,19 @@ std::optional<work_item> epoch_source::next() {
   work_item item;
   item.epoch = epoch_;
   item.batch_id = epoch_ * batches_per_epoch_ + batch_in_epoch_;
-  uint64_t first = batch_in_epoch_ * spec_.batch_size;
-  uint64_t last = std::min(spec_.dataset_size, first + spec_.batch_size);
-  item.sample_ids.reserve(last - first);
-  for (uint64_t pos = first; pos < last; ++pos)
-    item.sample_ids.push_back(spec_.shuffle ? order_(pos) : pos);
+  if (batch_in_epoch_ < train_batches_) {
+    uint64_t first = batch_in_epoch_ * spec_.batch_size;
+    uint64_t last = std::min(spec_.dataset_size, first + spec_.batch_size);
+    item.sample_ids.reserve(last - first);
+    for (uint64_t pos = first; pos < last; ++pos)
+      item.sample_ids.push_back(spec_.shuffle ? order_(pos) : pos);
+  } else { // the test split, in order
+    item.part = split::test;
+    uint64_t first = (batch_in_epoch_ - train_batches_) * spec_.batch_size;
+    uint64_t last = std::min(spec_.eval_size, first + spec_.batch_size);
+    for (uint64_t pos = first; pos < last; ++pos)
+      item.sample_ids.push_back(pos);
+  }
   ++batch_in_epoch_;
   return item;
 }

@@ -52,15 +52,21 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
     stop(router, source);
     return std::move(trainer.error());
   }
+  worker_setup common;
+  common.image = cfg.synthetic;
+  common.data = cfg.data;
+  common.blur = cfg.blur;
+  common.wire = cfg.transport;
+  common.slowdown = cfg.slowdown;
+  common.report_interval = cfg.router.report_interval;
+  if (auto err = open_worker_data(common)) {
+    stop(*trainer, router, source);
+    return err;
+  }
   std::vector<worker_actor> workers;
   for (uint32_t i = 0; i < cfg.workers; ++i) {
-    worker_setup setup;
+    auto setup = common;
     setup.name = "worker-" + std::to_string(i);
-    setup.data = cfg.synthetic;
-    setup.blur = cfg.blur;
-    setup.wire = cfg.transport;
-    setup.slowdown = cfg.slowdown;
-    setup.report_interval = cfg.router.report_interval;
     auto name = setup.name;
     workers.push_back(spawn_worker(sys, std::move(setup), router));
     self->send(router, join_atom::value, workers.back(), name,
@@ -108,20 +114,44 @@ collect_report(caf::scoped_actor& self, const router_summary& summary,
   return make_report(summary, tstats, wstats);
 }
 
+namespace {
+
+// The pipeline in one line: the source and the transforms.
+std::string pipeline_line(const run_config& cfg) {
+  auto& d = cfg.data;
+  auto& o = d.output;
+  std::string shape = std::to_string(o.height) + "x" + std::to_string(o.width)
+                      + "x" + std::to_string(o.channels);
+  if (d.transforms.empty())
+    return "synthetic " + shape + ", " + std::to_string(cfg.blur.repeat)
+           + "x GaussianBlur(" + std::to_string(cfg.blur.kernel_size) + ")";
+  std::string out = to_string(d.kind)
+                    + (d.data.empty() ? "" : " " + d.data) + ", "
+                    + std::to_string(d.num_classes) + " classes, ";
+  for (size_t i = 0; i < d.transforms.size(); ++i)
+    out += (i == 0 ? "" : " -> ") + d.transforms[i].text;
+  out += " = " + shape;
+  if (d.eval)
+    out += "; eval on " + std::to_string(d.eval_size)
+           + " test samples after each epoch";
+  return out;
+}
+
+} // namespace
+
 void print_banner(const run_config& cfg) {
   std::cout << "stoker-node: role " << cfg.role << ", node " << cfg.node_name
             << ", config " << cfg.config_source << "\n  dataset "
             << cfg.source.dataset_size << " samples x " << cfg.source.epochs
-            << " epoch(s), batch " << cfg.source.batch_size << ", image "
-            << cfg.synthetic.height << "x" << cfg.synthetic.width << "x"
-            << cfg.synthetic.channels << ", blur " << cfg.blur.repeat
-            << "x GaussianBlur(" << cfg.blur.kernel_size << ")\n  "
+            << " epoch(s), batch " << cfg.source.batch_size << ": "
+            << pipeline_line(cfg) << "\n  "
             << (cfg.role == "head" ? std::string{"workers on the nodes"}
                                    : std::to_string(cfg.workers)
                                        + " CPU worker(s)")
             << ", router "
             << to_string(cfg.router.policy) << " (window " << cfg.router.window
-            << "), trainer device " << to_string(cfg.trainer.device);
+            << "), trainer " << to_string(cfg.trainer.model_type) << " on "
+            << to_string(cfg.trainer.device);
   auto cuda = probe_cuda_devices();
   std::cout << "\n  CUDA runtime: " << cuda.count << " device(s)"
             << (cuda.detail.empty() ? "" : ": " + cuda.detail) << std::endl;

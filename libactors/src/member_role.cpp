@@ -71,16 +71,23 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
     if (t.data_port != 0)
       routes.push_back(batch_route{*direct, t.host, t.data_port});
   }
+  worker_setup common;
+  common.image = w.config.synthetic;
+  common.data = w.config.data;
+  common.blur = w.config.blur;
+  common.wire = w.config.transport;
+  common.slowdown = cfg.slowdown; // node-local, for benchmarks
+  common.report_interval = w.config.router.report_interval;
+  common.routes = routes;
+  // This node's view of the files must be the head's (shared storage).
+  if (auto err = open_worker_data(common))
+    return make_error(errc::run_failure,
+                      "worker node '" + cfg.node_name
+                        + "': " + describe(err));
   std::vector<worker_actor> workers;
   for (uint32_t i = 0; i < cfg.workers; ++i) {
-    worker_setup setup;
+    auto setup = common;
     setup.name = cfg.node_name + "/" + std::to_string(i);
-    setup.data = w.config.synthetic;
-    setup.blur = w.config.blur;
-    setup.wire = w.config.transport;
-    setup.slowdown = cfg.slowdown; // node-local, for benchmarks
-    setup.report_interval = w.config.router.report_interval;
-    setup.routes = routes;
     workers.push_back(spawn_worker(sys, std::move(setup), w.router));
     local.actors.push_back(caf::actor_cast<caf::actor>(workers.back()));
   }
@@ -97,6 +104,7 @@ start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
               const registry_actor& registry) {
   auto tcfg = cfg; // node-local: name, device, threads
   tcfg.synthetic = w.config.synthetic;
+  tcfg.data = w.config.data;
   tcfg.source = w.config.source;
   tcfg.blur = w.config.blur;
   tcfg.transport = w.config.transport;

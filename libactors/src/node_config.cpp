@@ -135,7 +135,8 @@ node_config::node_config() {
     .add<string>("port-file", "the head writes its port here");
   opt_group{custom_options_, "pipeline"}
     .add<int64_t>("seed", "seed of every random draw (default 0)")
-    .add<int64_t>("dataset-size", "sample ids 0..N-1 (default 64000)")
+    .add<int64_t>("dataset-size", "sample ids 0..N-1 (default 64000); with "
+                                  "real data, a fixed subset of N samples")
     .add<int64_t>("batch-size", "samples per batch (default 64)")
     .add<int64_t>("epochs", "passes over the dataset (default 1)")
     .add<bool>("shuffle", "new order each epoch (default true)")
@@ -146,7 +147,19 @@ node_config::node_config() {
     .add<int64_t>("blur-repeat", "GaussianBlur calls per image (default 10)")
     .add<int64_t>("blur-kernel", "odd kernel size (default 11)")
     .add<double>("sigma-min", "smallest sigma drawn (default 0.1)")
-    .add<double>("sigma-max", "largest sigma drawn (default 2.0)");
+    .add<double>("sigma-max", "largest sigma drawn (default 2.0)")
+    .add<string>("source", "synthetic (default), idx or image-folder")
+    .add<string>("data", "idx: the directory of the IDX files; "
+                         "image-folder: the training folder")
+    .add<string>("eval-data", "image-folder: the test folder")
+    .add<int64_t>("eval-size", "evaluate on a fixed subset of this many "
+                               "test samples; 0 = all (default 0)")
+    .add<std::vector<string>>("transforms",
+                              "the transform chain, e.g. [\"decode\", "
+                              "\"random-crop(28, 4)\", \"to-tensor\"]")
+    .add<std::vector<string>>("eval-transforms",
+                              "the evaluation chain (default: the "
+                              "transforms without augmentation)");
   opt_group{custom_options_, "router"}
     .add<string>("policy", "least-loaded (default), round-robin, "
                            "local-only or power-of-two")
@@ -182,7 +195,12 @@ node_config::node_config() {
     .add<string>("checkpoint-dir", "where the trainer saves checkpoints; "
                                    "empty = none (default \"\")")
     .add<int64_t>("checkpoint-every", "steps between checkpoints "
-                                      "(default 100)");
+                                      "(default 100)")
+    .add<string>("model", "vit (default) or cnn")
+    .add<string>("optimizer", "sgd (default) or adamw")
+    .add<double>("weight-decay", "the optimizer's weight decay (default 0)")
+    .add<bool>("eval", "evaluate on the test split after each epoch "
+                       "(default false)");
   opt_group{custom_options_, "model"}
     .add<int64_t>("patch-size", "ViT patch size (default 16)")
     .add<int64_t>("width", "ViT embedding width (default 768)")

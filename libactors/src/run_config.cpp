@@ -7,6 +7,7 @@
 
 #include <caf/config_value.hpp>
 
+#include "stoker/dataset.hpp"
 #include "stoker/errors.hpp"
 
 namespace stoker {
@@ -35,6 +36,26 @@ std::string to_string(device_kind d) {
       return "sim";
   }
   return "unknown";
+}
+
+std::optional<model_kind> parse_model_kind(std::string_view name) {
+  if (name == "vit")
+    return model_kind::vit;
+  if (name == "cnn")
+    return model_kind::cnn;
+  return std::nullopt;
+}
+
+std::string to_string(model_kind k) {
+  return k == model_kind::cnn ? "cnn" : "vit";
+}
+
+std::optional<optimizer_kind> parse_optimizer_kind(std::string_view name) {
+  if (name == "sgd")
+    return optimizer_kind::sgd;
+  if (name == "adamw")
+    return optimizer_kind::adamw;
+  return std::nullopt;
 }
 
 std::optional<std::pair<std::string, uint16_t>>
@@ -213,7 +234,7 @@ private:
 } // namespace
 
 uint64_t batch_wire_bytes(const run_config& cfg) {
-  auto& s = cfg.synthetic;
+  auto& s = cfg.data.output;
   return uint64_t{cfg.source.batch_size} * s.height * s.width * s.channels
          * dtype_size(cfg.transport);
 }
@@ -298,6 +319,30 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
     r.fail("pipeline.sigma-min = " + std::to_string(sigma_min)
            + ": expected at most pipeline.sigma-max ("
            + std::to_string(sigma_max) + ")");
+  // -- real data: the source, its files, the transform chains
+  auto& d = cfg.data;
+  r.choice("pipeline.source", d.kind, parse_source_kind,
+           "\"synthetic\", \"idx\" or \"image-folder\"");
+  r.text("pipeline.data", d.data);
+  r.text("pipeline.eval-data", d.eval_data);
+  r.unsigned_int("pipeline.eval-size", d.eval_limit, 0,
+                 std::numeric_limits<int64_t>::max());
+  if (d.kind != source_kind::synthetic
+      && caf::get_if(&content, "pipeline.dataset-size") != nullptr)
+    d.train_limit = cfg.source.dataset_size; // a subset of the files
+  for (auto [key, chain] :
+       {std::pair{"pipeline.transforms", &d.transforms},
+        std::pair{"pipeline.eval-transforms", &d.eval_transforms}}) {
+    std::vector<std::string> entries;
+    r.text_list(key, entries);
+    for (auto& entry : entries) {
+      if (auto t = parse_transform(entry))
+        chain->push_back(std::move(*t));
+      else
+        r.fail(std::string{key} + ": " + describe(t.error()));
+    }
+  }
+  r.boolean("trainer.eval", d.eval);
   // -- router and workers
   auto& rs = cfg.router;
   r.choice("router.policy", rs.policy, parse_routing_policy,
@@ -332,6 +377,11 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   r.unsigned_int("trainer.threads", t.threads, 0, 4096);
   r.text("trainer.checkpoint-dir", t.checkpoint_dir);
   r.unsigned_int("trainer.checkpoint-every", t.checkpoint_every, 1, u32_max);
+  r.choice("trainer.model", t.model_type, parse_model_kind,
+           "\"vit\" or \"cnn\"");
+  r.choice("trainer.optimizer", t.optimizer, parse_optimizer_kind,
+           "\"sgd\" or \"adamw\"");
+  r.real("trainer.weight-decay", t.weight_decay, 0.0, 10.0);
   if (cfg.resume && cfg.role != "local" && cfg.role != "trainer")
     r.fail("--resume with --role=" + cfg.role
            + ": only the trainer resumes; expected --role=local or "
@@ -345,11 +395,20 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   r.unsigned_int("model.depth", m.depth, 1, 1000);
   r.unsigned_int("model.heads", m.heads, 1, 1024);
   r.unsigned_int("model.mlp-dim", m.mlp_dim, 1, 1 << 20);
-  m.image_height = cfg.synthetic.height;
-  m.image_width = cfg.synthetic.width;
-  m.channels = cfg.synthetic.channels;
-  m.num_classes = cfg.synthetic.num_classes;
-  if (t.device != device_kind::sim && !r.error()) {
+  // The head and a local run look at the data (a synthetic source has no
+  // files to look at); other roles get what they found from the head.
+  if (!r.error()
+      && (cfg.role == "head" || cfg.role == "local"
+          || d.kind == source_kind::synthetic))
+    if (auto err = resolve_data(d, cfg.source, cfg.synthetic))
+      return err;
+  m.image_height = d.output.height;
+  m.image_width = d.output.width;
+  m.channels = d.output.channels;
+  m.num_classes = d.num_classes;
+  bool sized = m.image_height > 0; // resolved here (head, local)
+  if (t.device != device_kind::sim && t.model_type == model_kind::vit
+      && sized && !r.error()) {
     if (m.width % m.heads != 0)
       r.fail("model.heads = " + std::to_string(m.heads)
              + ": expected a divisor of model.width ("

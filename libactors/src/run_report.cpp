@@ -89,6 +89,21 @@ run_report make_report(const router_summary& router,
   r.window_last_change = router.window_last_change;
   r.rejected_batches = trainer.rejected_batches;
   r.first_error = trainer.first_error;
+  r.skipped_files = trainer.skipped_samples;
+  r.skipped_file_examples = trainer.skipped_examples;
+  // Not measured (< 0 in the trainer's counters) is NaN here: null in JSON.
+  auto measured = [](std::vector<double> xs) {
+    for (auto& x : xs)
+      x = x < 0 ? std::nan("") : x;
+    return xs;
+  };
+  r.epoch_train_loss = measured(trainer.epoch_train_loss);
+  r.epoch_test_accuracy = measured(trainer.epoch_test_accuracy);
+  auto last_or_nan = [](const std::vector<double>& xs) {
+    return xs.empty() ? std::nan("") : xs.back();
+  };
+  r.train_loss = last_or_nan(r.epoch_train_loss);
+  r.test_accuracy = last_or_nan(r.epoch_test_accuracy);
   for (auto& w : workers) {
     worker_entry e{w.name, w.batches, w.samples, 0.0};
     if (w.alive_ns > 0)
@@ -131,7 +146,22 @@ std::string to_json(const run_report& r) {
       << "  \"window_last_change\": " << quoted(r.window_last_change) << ",\n"
       << "  \"rejected_batches\": " << r.rejected_batches << ",\n"
       << "  \"first_error\": " << quoted(r.first_error) << ",\n"
-      << "  \"workers\": [";
+      << "  \"skipped_files\": " << r.skipped_files << ",\n"
+      << "  \"skipped_file_examples\": [";
+  for (size_t i = 0; i < r.skipped_file_examples.size(); ++i)
+    out << (i == 0 ? "" : ", ") << quoted(r.skipped_file_examples[i]);
+  out << "],\n"
+      << "  \"train_loss\": " << number(r.train_loss) << ",\n"
+      << "  \"test_accuracy\": " << number(r.test_accuracy) << ",\n";
+  for (auto [key, values] : {std::pair{"epoch_train_loss", &r.epoch_train_loss},
+                             std::pair{"epoch_test_accuracy",
+                                       &r.epoch_test_accuracy}}) {
+    out << "  \"" << key << "\": [";
+    for (size_t i = 0; i < values->size(); ++i)
+      out << (i == 0 ? "" : ", ") << number((*values)[i]);
+    out << "],\n";
+  }
+  out << "  \"workers\": [";
   for (size_t i = 0; i < r.workers.size(); ++i) {
     auto& w = r.workers[i];
     out << (i == 0 ? "\n" : ",\n") << "    {\"name\": " << quoted(w.name)

@@ -4,39 +4,88 @@
 
 #include "stoker/errors.hpp"
 #include "stoker/step_engine.hpp"
+#include "stoker/cnn.hpp"
 #include "stoker/vit.hpp"
 
 namespace stoker {
 
 namespace {
 
+torch::nn::AnyModule make_model(const trainer_spec& spec) {
+  if (spec.model_type == model_kind::cnn)
+    return torch::nn::AnyModule{cnn{spec.model}};
+  return torch::nn::AnyModule{vit{spec.model}};
+}
+
+std::unique_ptr<torch::optim::Optimizer>
+make_optimizer(const trainer_spec& spec,
+               std::vector<torch::Tensor> parameters) {
+  if (spec.optimizer == optimizer_kind::adamw)
+    return std::make_unique<torch::optim::AdamW>(
+      std::move(parameters),
+      torch::optim::AdamWOptions(spec.lr).weight_decay(spec.weight_decay));
+  return std::make_unique<torch::optim::SGD>(
+    std::move(parameters), torch::optim::SGDOptions(spec.lr)
+                             .momentum(spec.momentum)
+                             .weight_decay(spec.weight_decay));
+}
+
 class torch_engine final : public step_engine {
 public:
   torch_engine(const trainer_spec& spec, torch::Device dev)
     : device_(dev),
-      model_(spec.model),
-      optimizer_(model_->parameters(),
-                 torch::optim::SGDOptions(spec.lr).momentum(spec.momentum)) {
-    model_->to(device_);
-    model_->train();
+      model_(make_model(spec)),
+      optimizer_(make_optimizer(spec, model_.ptr()->parameters())) {
+    model_.ptr()->to(device_);
+    model_.ptr()->train();
+  }
+
+  // Views of the batch's buffers on the device: from_blob does not copy;
+  // `to` copies to a GPU (and is a no-op on CPU, where the view is used).
+  std::pair<torch::Tensor, torch::Tensor> tensors_of(const image_batch& b) {
+    auto n = static_cast<int64_t>(b.size());
+    auto images = torch::from_blob(const_cast<char*>(b.data.data()),
+                                   {n, b.channels, b.height, b.width},
+                                   torch::kFloat32)
+                    .to(device_);
+    auto labels = torch::from_blob(const_cast<int64_t*>(b.labels.data()), {n},
+                                   torch::kInt64)
+                    .to(device_);
+    return {images, labels};
+  }
+
+  caf::expected<eval_result> evaluate(const image_batch& b) override {
+    try {
+      torch::NoGradGuard no_grad;
+      model_.ptr()->eval();
+      auto [images, labels] = tensors_of(b);
+      auto logits = model_.forward(images);
+      model_.ptr()->train();
+      eval_result out;
+      out.correct = static_cast<uint64_t>(
+        logits.argmax(1).eq(labels).sum().item<int64_t>());
+      out.loss_sum = torch::nn::functional::cross_entropy(
+                       logits, labels,
+                       torch::nn::functional::CrossEntropyFuncOptions()
+                         .reduction(torch::kSum))
+                       .item<double>();
+      return out;
+    } catch (const std::exception& e) {
+      model_.ptr()->train();
+      return make_error(errc::trainer_failure,
+                        "batch " + std::to_string(b.batch_id)
+                          + ": evaluation failed: " + e.what());
+    }
   }
 
   caf::expected<step_result> step(const image_batch& b) override {
     try {
-      auto n = static_cast<int64_t>(b.size());
-      // from_blob views the batch's buffer without copying; `to` copies it
-      // to the device (or is a no-op on CPU, where the view is used as is).
-      auto images = torch::from_blob(const_cast<char*>(b.data.data()),
-                                     {n, b.channels, b.height, b.width},
-                                     torch::kFloat32)
-                      .to(device_);
-      auto labels = torch::from_blob(const_cast<int64_t*>(b.labels.data()),
-                                     {n}, torch::kInt64)
-                      .to(device_);
-      optimizer_.zero_grad();
-      auto loss = torch::nn::functional::cross_entropy(model_(images), labels);
+      auto [images, labels] = tensors_of(b);
+      optimizer_->zero_grad();
+      auto loss = torch::nn::functional::cross_entropy(
+        model_.forward(images), labels);
       loss.backward();
-      optimizer_.step();
+      optimizer_->step();
       double value = loss.item<double>();
       if (!std::isfinite(value))
         return make_error(errc::trainer_failure,
@@ -72,10 +121,10 @@ public:
         out += text;
       };
       torch::serialize::OutputArchive model_archive;
-      model_->save(model_archive);
+      model_.ptr()->save(model_archive);
       append(model_archive);
       torch::serialize::OutputArchive optimizer_archive;
-      optimizer_.save(optimizer_archive);
+      optimizer_->save(optimizer_archive);
       append(optimizer_archive);
       return out;
     } catch (const std::exception& e) {
@@ -109,11 +158,11 @@ public:
       std::istringstream model_in{model_bytes};
       torch::serialize::InputArchive model_archive;
       model_archive.load_from(model_in, device_);
-      model_->load(model_archive);
+      model_.ptr()->load(model_archive);
       std::istringstream optimizer_in{optimizer_bytes};
       torch::serialize::InputArchive optimizer_archive;
       optimizer_archive.load_from(optimizer_in, device_);
-      optimizer_.load(optimizer_archive);
+      optimizer_->load(optimizer_archive);
     } catch (const std::exception& e) {
       return make_error(errc::invalid_config,
                         std::string{"--resume: the checkpoint's model does "
@@ -126,8 +175,8 @@ public:
 
 private:
   torch::Device device_;
-  vit model_;
-  torch::optim::SGD optimizer_;
+  torch::nn::AnyModule model_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
 };
 
 } // namespace
@@ -149,7 +198,7 @@ make_torch_engine(const trainer_spec& spec) {
       std::make_unique<torch_engine>(spec, dev)};
   } catch (const std::exception& e) {
     return make_error(errc::trainer_failure,
-                      "cannot build the ViT on " + dev.str() + ": " + e.what());
+                      "cannot build the " + to_string(spec.model_type) + " on " + dev.str() + ": " + e.what());
   }
 }
 

@@ -1,4 +1,7 @@
+#include <algorithm>
 #include <chrono>
+#include <deque>
+#include <map>
 #include <cmath>
 #include <iomanip>
 #include <optional>
@@ -13,6 +16,7 @@
 #include "stoker/batch_id_set.hpp"
 #include "stoker/checkpoint.hpp"
 #include "stoker/delivery_ledger.hpp"
+#include "stoker/epoch_gate.hpp"
 #include "stoker/errors.hpp"
 #include "stoker/step_engine.hpp"
 
@@ -44,6 +48,18 @@ struct trainer_state {
   // Sums over the steps since the last progress line.
   uint64_t window_step_ns = 0;
   uint64_t window_wait_ns = 0;
+  // Per epoch: train(e), test(e), train(e+1); with trainer.eval, batches
+  // ahead of their phase wait in `held`.
+  std::optional<epoch_gate> gate;
+  bool evaluates = false;
+  std::deque<image_batch> held;
+  struct epoch_sums {
+    double loss = 0.0;
+    uint64_t steps = 0;
+    uint64_t correct = 0;
+    uint64_t evaluated = 0;
+  };
+  std::map<uint64_t, epoch_sums> epochs;
   static constexpr const char* name = "stoker.trainer";
 };
 
@@ -68,6 +84,52 @@ void log_progress(trainer_ptr self) {
     line << ", loss " << std::setprecision(4) << st.stats.last_loss;
   caf::aout(self) << line.str() << std::endl;
   st.window_step_ns = st.window_wait_ns = 0;
+}
+
+constexpr size_t max_skipped_examples = 10;
+
+// The end of a phase: prints the epoch's figures and keeps them for the
+// report (train_loss after training, test_accuracy after evaluating);
+// -1 where the simulated accelerator measured nothing.
+void close_phase(trainer_ptr self, uint64_t epoch, split part) {
+  auto& s = self->state;
+  auto& e = s.epochs[epoch];
+  bool measured = !s.engine->simulated();
+  auto shown = [](double x) {
+    std::ostringstream text;
+    if (x < 0)
+      text << "n/a";
+    else
+      text << std::fixed << std::setprecision(4) << x;
+    return text.str();
+  };
+  std::ostringstream line;
+  line << "epoch " << epoch + 1 << ": ";
+  if (part == split::train) {
+    double loss = measured && e.steps > 0
+                    ? e.loss / static_cast<double>(e.steps)
+                    : -1.0;
+    s.stats.epoch_train_loss.push_back(loss);
+    line << "train_loss " << shown(loss);
+    if (s.evaluates)
+      return; // printed with the test accuracy
+  } else {
+    double acc = measured && e.evaluated > 0
+                   ? static_cast<double>(e.correct)
+                       / static_cast<double>(e.evaluated)
+                   : -1.0;
+    s.stats.epoch_test_accuracy.push_back(acc);
+    line << "train_loss "
+         << shown(s.stats.epoch_train_loss.empty()
+                    ? -1.0
+                    : s.stats.epoch_train_loss.back())
+         << ", test_accuracy " << shown(acc) << " (" << e.evaluated
+         << " test samples)";
+  }
+  if (!measured)
+    line << " [simulated accelerator]";
+  caf::aout(self) << line.str() << std::endl;
+  s.epochs.erase(epoch);
 }
 
 run_identity identity_of(const run_config& cfg) {
@@ -109,6 +171,83 @@ bool save_checkpoint(trainer_ptr self, const router_actor& router) {
   return true;
 }
 
+// The accelerator's idle time before a batch that starts at `start`.
+uint64_t account_wait(trainer_ptr self, clock_type::time_point start) {
+  auto& s = self->state;
+  // Waiting for the very first batch is start-up (nodes joining, the
+  // pipeline filling), not a data shortage; it is not counted as idle.
+  auto waited = s.stats.steps + s.stats.rejected_batches == 0
+                  ? uint64_t{0}
+                  : ns_between(s.idle_since, std::max(s.idle_since, start));
+  s.stats.wait_ns += waited;
+  s.window_wait_ns += waited;
+  return waited;
+}
+
+// Runs one checked batch whose phase has come: a training step, or an
+// evaluation of a test batch; acks it. False if the trainer had to quit.
+bool run_batch(trainer_ptr self, image_batch& batch,
+               clock_type::time_point start, const router_actor& router) {
+  auto& s = self->state;
+  auto waited = account_wait(self, start);
+  decode_batch(batch); // to float32, if it travelled as 16-bit
+  for (size_t i = 0; i < batch.skipped_names.size()
+                     && s.stats.skipped_examples.size() < max_skipped_examples;
+       ++i)
+    s.stats.skipped_examples.push_back(batch.skipped_names[i]);
+  s.stats.skipped_samples += batch.skipped_ids.size();
+  auto& sums = s.epochs[batch.epoch];
+  uint64_t step_ns = 0;
+  if (batch.part == split::test) {
+    if (!batch.sample_ids.empty()) {
+      auto result = s.engine->evaluate(batch);
+      if (!result) {
+        self->quit(result.error());
+        return false;
+      }
+      sums.correct += result->correct;
+      sums.evaluated += batch.size();
+    }
+  } else {
+    if (!batch.sample_ids.empty()) { // not only skipped files
+      auto result = s.engine->step(batch);
+      if (!result) {
+        self->quit(result.error());
+        return false;
+      }
+      s.stats.steps += 1;
+      s.stats.last_loss = result->loss;
+      sums.loss += result->loss;
+      sums.steps += 1;
+      step_ns = ns_between(start, clock_type::now());
+    }
+    for (auto id : batch.sample_ids)
+      s.ledger->record(batch.epoch, id);
+    for (auto id : batch.skipped_ids) // handled once: skipped, not lost
+      s.ledger->record(batch.epoch, id);
+  }
+  s.consumed.insert(batch.batch_id);
+  auto end = clock_type::now();
+  if (batch.part == split::test)
+    step_ns = ns_between(start, end); // the accelerator was busy all along
+  uint64_t backlog = self->mailbox().size(); // batches that waited
+  s.stats.step_ns += step_ns;
+  s.window_step_ns += step_ns;
+  s.idle_since = end;
+  self->send(router, ack_atom::value, batch.batch_id, waited, step_ns,
+             backlog);
+  if (s.gate->finish(batch.epoch, batch.part,
+                     batch.size() + batch.skipped_ids.size()))
+    close_phase(self, batch.epoch, batch.part);
+  if (batch.part == split::train && !batch.sample_ids.empty()) {
+    if (s.stats.steps % s.log_every == 0)
+      log_progress(self);
+    if (!s.checkpoint_dir.empty() && s.stats.steps % s.checkpoint_every == 0)
+      return save_checkpoint(self, router);
+  }
+  return true;
+}
+
 trainer_actor::behavior_type
 trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
            run_config cfg, router_actor router,
@@ -139,14 +278,19 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
                     << " (" << st.ledger->unique()
                     << " samples trained before)" << std::endl;
   }
-  st.expect = batch_expectation{cfg.synthetic.height,
-                                cfg.synthetic.width,
-                                cfg.synthetic.channels,
-                                cfg.synthetic.num_classes,
+  st.expect = batch_expectation{cfg.data.output.height,
+                                cfg.data.output.width,
+                                cfg.data.output.channels,
+                                cfg.data.num_classes,
                                 layout::chw,
                                 cfg.transport,
                                 cfg.source.dataset_size,
-                                cfg.source.epochs};
+                                cfg.source.epochs,
+                                cfg.source.eval_size,
+                                cfg.data.kind == source_kind::synthetic};
+  st.evaluates = cfg.source.eval_size > 0;
+  st.gate.emplace(cfg.source.dataset_size, cfg.source.eval_size,
+                  resumed ? st.ledger->unique() : 0);
   st.stats.device = st.engine->device();
   st.stats.simulated = st.engine->simulated();
   st.log_every = cfg.trainer.log_every;
@@ -159,56 +303,55 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
         if (s.pool)
           s.pool->release(std::move(batch.data));
       };
-      if (s.consumed.contains(batch.batch_id)) {
+      bool copy = s.consumed.contains(batch.batch_id)
+                  || std::any_of(s.held.begin(), s.held.end(),
+                                 [&](auto& h) {
+                                   return h.batch_id == batch.batch_id;
+                                 });
+      if (copy) {
         // The slower copy of a hedged batch: the faster one was trained on.
         ++s.stats.dropped_copies;
         recycle();
         return;
       }
       auto start = clock_type::now();
-      // Waiting for the very first batch is start-up (nodes joining, the
-      // pipeline filling), not a data shortage; it is not counted as idle.
-      auto waited = s.stats.steps + s.stats.rejected_batches == 0
-                      ? uint64_t{0}
-                      : ns_between(s.idle_since, start);
-      s.stats.wait_ns += waited;
-      s.window_wait_ns += waited;
       if (auto err = check_batch(batch, s.expect)) {
         // Not trained on, not counted as delivered: the report shows it.
         ++s.stats.rejected_batches;
         if (s.stats.first_error.empty())
           s.stats.first_error = describe(err);
         caf::aout(self) << "trainer: rejected " << describe(err) << std::endl;
-        self->send(router, ack_atom::value, batch.batch_id, waited,
-                   uint64_t{0}, uint64_t{self->mailbox().size()});
+        self->send(router, ack_atom::value, batch.batch_id,
+                   account_wait(self, start), uint64_t{0},
+                   uint64_t{self->mailbox().size()});
         recycle();
         s.idle_since = clock_type::now();
         return;
       }
-      decode_batch(batch); // to float32, if it travelled as 16-bit
-      auto result = s.engine->step(batch);
-      recycle();
-      auto end = clock_type::now();
-      if (!result) {
-        self->quit(result.error());
+      if (s.evaluates && !s.gate->ready(batch.epoch, batch.part)) {
+        // Ahead of its phase (the next epoch before this one's test, say):
+        // it waits; its buffer comes back when it runs.
+        s.held.push_back(std::move(batch));
         return;
       }
-      s.consumed.insert(batch.batch_id);
-      for (auto id : batch.sample_ids)
-        s.ledger->record(batch.epoch, id);
-      s.stats.steps += 1;
-      s.stats.last_loss = result->loss;
-      auto step_ns = ns_between(start, end);
-      uint64_t backlog = self->mailbox().size(); // batches that waited
-      s.stats.step_ns += step_ns;
-      s.window_step_ns += step_ns;
-      s.idle_since = end;
-      self->send(router, ack_atom::value, batch.batch_id, waited, step_ns,
-                 backlog);
-      if (s.stats.steps % s.log_every == 0)
-        log_progress(self);
-      if (!s.checkpoint_dir.empty() && s.stats.steps % s.checkpoint_every == 0)
-        save_checkpoint(self, router);
+      if (!run_batch(self, batch, start, router))
+        return;
+      recycle();
+      // Phases may have passed: run what waited for them, in order.
+      for (bool ran = true; ran;) {
+        ran = false;
+        for (auto i = s.held.begin(); i != s.held.end(); ++i)
+          if (s.gate->ready(i->epoch, i->part)) {
+            auto next = std::move(*i);
+            s.held.erase(i);
+            if (!run_batch(self, next, clock_type::now(), router))
+              return;
+            if (s.pool)
+              s.pool->release(std::move(next.data));
+            ran = true;
+            break;
+          }
+      }
     },
     [=](stats_atom) {
       auto& s = self->state;

@@ -1,5 +1,6 @@
 #include <chrono>
 #include <optional>
+#include <stdexcept>
 
 #include <caf/actor_ostream.hpp>
 #include <caf/stateful_actor.hpp>
@@ -11,6 +12,7 @@
 #include "stoker/batch_codec.hpp"
 #include "stoker/blur.hpp"
 #include "stoker/errors.hpp"
+#include "stoker/sample_mapper.hpp"
 #include "stoker/synthetic_mapper.hpp"
 
 namespace stoker {
@@ -112,10 +114,26 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
       auto t0 = clock_type::now();
       image_batch batch;
       try {
-        batch = map_synthetic(setup.data, item);
-        if (setup.slowdown > 1.0)
-          waste_blur_work(setup.blur, batch, setup.slowdown - 1.0);
-        apply_blur_stage(setup.blur, batch);
+        if (setup.data.transforms.empty()) { // the article's fused stage
+          batch = map_synthetic(setup.image, item);
+          if (setup.slowdown > 1.0)
+            waste_blur_work(setup.blur, batch, setup.slowdown - 1.0);
+          apply_blur_stage(setup.blur, batch);
+        } else {
+          bool test = item.part == split::test;
+          if (test && !setup.test)
+            throw std::runtime_error("a test item, but this worker has no "
+                                     "test split open");
+          auto& chain = test ? setup.data.eval_transforms
+                             : setup.data.transforms;
+          auto make = [&] {
+            return map_samples(test ? *setup.test : *setup.train, chain,
+                               setup.data.output, setup.data.seed, item);
+          };
+          for (double extra = setup.slowdown - 1.0; extra >= 1.0; extra -= 1.0)
+            make(); // worker.slowdown: the same work again, thrown away
+          batch = make();
+        }
         encode_batch(batch, setup.wire);
       } catch (const std::exception& e) {
         // The same item would fail on any worker: stop loudly.
@@ -162,6 +180,22 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
 }
 
 } // namespace
+
+caf::error open_worker_data(worker_setup& setup) {
+  if (setup.data.transforms.empty())
+    return caf::none; // synthetic images, made from (seed, epoch, id)
+  auto train = open_dataset(setup.data, split::train, setup.image);
+  if (!train)
+    return std::move(train.error());
+  setup.train = std::move(*train);
+  if (setup.data.eval) {
+    auto test = open_dataset(setup.data, split::test, setup.image);
+    if (!test)
+      return std::move(test.error());
+    setup.test = std::move(*test);
+  }
+  return caf::none;
+}
 
 worker_actor spawn_worker(caf::actor_system& sys, worker_setup setup,
                           router_actor router) {

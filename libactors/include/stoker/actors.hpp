@@ -124,7 +124,13 @@ router_actor spawn_router(caf::actor_system& sys, source_actor source,
 /// What a worker makes and how it behaves.
 struct worker_setup {
   std::string name;
-  synthetic_spec data;
+  synthetic_spec image; ///< the synthetic source's images
+  /// The resolved pipeline. No transforms: the article's synthetic images
+  /// through the fused blur stage (`blur`); else the chains over `train`
+  /// and `test`, opened once per node and shared by its workers.
+  data_spec data;
+  std::shared_ptr<const dataset> train;
+  std::shared_ptr<const dataset> test; ///< null unless the run evaluates
   blur_params blur;
   dtype wire = dtype::float32; ///< transport.dtype
   double slowdown = 1.0;       ///< worker.slowdown (benchmarks and tests)
@@ -134,6 +140,12 @@ struct worker_setup {
   /// gets it as a CAF message.
   std::vector<batch_route> routes;
 };
+
+/// Opens the splits `setup.data` reads (none for the fused synthetic path;
+/// the test split only when the run evaluates) into `setup.train` and
+/// `setup.test`. Do it once per node and copy the setup for each worker:
+/// they share the datasets. Errors name the path (see open_dataset).
+caf::error open_worker_data(worker_setup& setup);
 
 /// Spawns a detached worker that reports to `router` after each item and
 /// every `report_interval` between items.

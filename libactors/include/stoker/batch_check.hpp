@@ -16,14 +16,20 @@ struct batch_expectation {
   uint32_t num_classes = 1000;
   layout order = layout::chw;
   dtype type = dtype::float32;        ///< on the wire (transport.dtype)
-  uint64_t dataset_size = UINT64_MAX; ///< every id must be below
+  uint64_t dataset_size = UINT64_MAX; ///< every training id must be below
   uint64_t epochs = UINT64_MAX;       ///< every epoch must be below
+  uint64_t eval_size = 0;             ///< every test id must be below
+  /// Synthetic data: label == id % num_classes; else any label below
+  /// num_classes (it comes from the dataset).
+  bool labels_from_ids = true;
 };
 
 /// Checks a batch before it is trained on: dtype, layout, shape, buffer
-/// size, epoch and ids within the run, one label per sample with label ==
-/// id % num_classes, and every image's checksum. Returns errc::bad_batch naming the batch, the field,
-/// the value found and the value expected.
+/// size, epoch and ids within the run (skipped ones too), one label per
+/// sample (id % num_classes for synthetic data, else below num_classes),
+/// and every image's checksum. A batch of only skipped samples has no
+/// images. Returns errc::bad_batch naming the batch, the field, the value
+/// found and the value expected.
 caf::error check_batch(const image_batch& batch,
                        const batch_expectation& expect);
 

@@ -12,6 +12,8 @@ enum class rng_stage : uint32_t {
   sample_pixels = 1, ///< pixels of a synthetic image
   blur_sigma = 2,    ///< sigma of each Gaussian blur call
   shuffle = 3,       ///< per-epoch permutation of sample ids
+  /// Entry k of pipeline.transforms draws from stage `transforms + k`.
+  transforms = 0x100,
 };
 
 /// Names one random stream: a pure function of (seed, epoch, sample id,

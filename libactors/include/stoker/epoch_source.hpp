@@ -11,19 +11,22 @@
 namespace stoker {
 
 /// What the source hands out: `epochs` passes over ids 0..dataset_size-1 in
-/// batches of `batch_size` (the last batch of an epoch may be smaller).
+/// batches of `batch_size` (the last batch of an epoch may be smaller),
+/// each followed, when eval_size > 0, by the test split's ids
+/// 0..eval_size-1 in order (work items of split::test).
 struct source_spec {
   uint64_t dataset_size = 0;
   uint32_t batch_size = 64;
   uint32_t epochs = 1;
   bool shuffle = true; ///< a fresh permutation per epoch, from (seed, epoch)
   uint64_t seed = 0;
+  uint64_t eval_size = 0; ///< test samples evaluated after each epoch
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, source_spec& x) {
   return f(caf::meta::type_name("source_spec"), x.dataset_size, x.batch_size,
-           x.epochs, x.shuffle, x.seed);
+           x.epochs, x.shuffle, x.seed, x.eval_size);
 }
 
 /// The source's cursor: hands out work items in order, one batch at a
@@ -36,7 +39,8 @@ public:
   /// The next work item, or nothing once every epoch has been handed out.
   std::optional<work_item> next();
 
-  /// Batches per epoch: ceil(dataset_size / batch_size).
+  /// Batches per epoch: ceil(dataset_size / batch_size), plus
+  /// ceil(eval_size / batch_size) of the test split.
   uint64_t batches_per_epoch() const noexcept { return batches_per_epoch_; }
 
   /// Batches over the whole run.
@@ -44,7 +48,8 @@ public:
     return batches_per_epoch_ * spec_.epochs;
   }
 
-  /// Samples over the whole run (dataset_size * epochs).
+  /// Training samples over the whole run (dataset_size * epochs): what
+  /// must be delivered exactly once.
   uint64_t total_samples() const noexcept {
     return spec_.dataset_size * spec_.epochs;
   }
@@ -53,6 +58,7 @@ private:
   permutation order_for(uint64_t epoch) const noexcept;
 
   source_spec spec_;
+  uint64_t train_batches_;
   uint64_t batches_per_epoch_;
   uint64_t epoch_ = 0;
   uint64_t batch_in_epoch_ = 0;

@@ -29,12 +29,16 @@ size_t dtype_size(dtype t) noexcept;
 std::string to_string(dtype t);
 std::string to_string(layout x);
 
+/// The train or the test split of a dataset.
+enum class split : uint8_t { train = 0, test = 1 };
+
 /// One lease of work: which samples go into which batch. Small by design:
 /// the data is made where it is needed, never shipped from the source.
 struct work_item {
   uint64_t epoch = 0;
   uint64_t batch_id = 0; ///< unique over the whole run
   std::vector<uint64_t> sample_ids;
+  split part = split::train; ///< test: evaluated, not trained on
 };
 
 /// A batch of images. `data` is one contiguous buffer of
@@ -55,6 +59,11 @@ struct image_batch {
   /// the last transform, so the trainer can prove what it received.
   std::vector<uint64_t> checksums;
   std::string producer; ///< name of the worker that made it
+  split part = split::train; ///< test: evaluated, not trained on
+  /// Samples of this batch whose file could not be read or decoded: left
+  /// out of the images, accounted as delivered, named in the report.
+  std::vector<uint64_t> skipped_ids;
+  std::vector<std::string> skipped_names; ///< their files, same order
 
   size_t size() const noexcept { return sample_ids.size(); }
   size_t image_elements() const noexcept {
@@ -125,6 +134,13 @@ struct trainer_stats {
   uint64_t step_ns = 0; ///< time spent in training steps
   double last_loss = 0.0;
   std::string first_error; ///< the first rejected batch's reason, if any
+  uint64_t skipped_samples = 0; ///< unreadable or corrupt files
+  std::vector<std::string> skipped_examples; ///< the first few of them
+  /// Per epoch: the mean training loss and (trainer.eval) the test
+  /// accuracy; < 0 where not measured (the simulated accelerator). Not NaN:
+  /// CAF 0.17's serializer turns NaN into -1 on the way between nodes.
+  std::vector<double> epoch_train_loss;
+  std::vector<double> epoch_test_accuracy;
 };
 
 /// What the router knows when a run ends.
@@ -176,7 +192,7 @@ struct router_status {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_item& x) {
   return f(caf::meta::type_name("work_item"), x.epoch, x.batch_id,
-           x.sample_ids);
+           x.sample_ids, x.part);
 }
 
 template <class Inspector>
@@ -184,7 +200,8 @@ typename Inspector::result_type inspect(Inspector& f, image_batch& x) {
   // `data` is a std::vector<char>: CAF writes it as one raw block.
   return f(caf::meta::type_name("image_batch"), x.epoch, x.batch_id,
            x.sample_ids, x.labels, x.type, x.order, x.height, x.width,
-           x.channels, x.data, x.checksums, x.producer);
+           x.channels, x.data, x.checksums, x.producer, x.part,
+           x.skipped_ids, x.skipped_names);
 }
 
 template <class Inspector>
@@ -211,9 +228,9 @@ typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
   return f(caf::meta::type_name("trainer_stats"), x.device, x.simulated,
            x.steps, x.samples_delivered, x.unique_samples, x.duplicates,
            x.rejected_batches, x.dropped_copies, x.resumed_samples,
-           x.wait_ns, x.step_ns,
-           x.last_loss,
-           x.first_error);
+           x.wait_ns, x.step_ns, x.last_loss, x.first_error,
+           x.skipped_samples, x.skipped_examples, x.epoch_train_loss,
+           x.epoch_test_accuracy);
 }
 
 template <class Inspector>

@@ -12,6 +12,7 @@
 #include <caf/settings.hpp>
 
 #include "stoker/blur.hpp"
+#include "stoker/dataset.hpp"
 #include "stoker/epoch_source.hpp"
 #include "stoker/routing.hpp"
 #include "stoker/synthetic_mapper.hpp"
@@ -32,7 +33,25 @@ std::optional<device_kind> parse_device(std::string_view name);
 /// The config-file name of `d`.
 std::string to_string(device_kind d);
 
-/// Sizes of the Vision Transformer (timm's ViT-B/16 by default).
+/// The network a trainer trains (`trainer.model`).
+enum class model_kind : uint8_t {
+  vit = 1, ///< the Vision Transformer (model.*)
+  cnn = 2, ///< two conv + pool layers and a classifier (small images)
+};
+
+/// Parses "vit" or "cnn".
+std::optional<model_kind> parse_model_kind(std::string_view name);
+
+std::string to_string(model_kind k);
+
+/// The optimizer (`trainer.optimizer`).
+enum class optimizer_kind : uint8_t { sgd = 1, adamw = 2 };
+
+/// Parses "sgd" or "adamw".
+std::optional<optimizer_kind> parse_optimizer_kind(std::string_view name);
+
+/// Sizes of the Vision Transformer (timm's ViT-B/16 by default); the image
+/// and class fields size the CNN too.
 struct vit_spec {
   uint32_t image_height = 224;
   uint32_t image_width = 224;
@@ -56,6 +75,9 @@ struct trainer_spec {
   uint32_t threads = 0; ///< LibTorch intra-op threads; 0 = LibTorch default
   std::string checkpoint_dir; ///< empty: no checkpoints (node-local)
   uint32_t checkpoint_every = 100; ///< steps between checkpoints
+  model_kind model_type = model_kind::vit;
+  optimizer_kind optimizer = optimizer_kind::sgd;
+  double weight_decay = 0.0;
   vit_spec model;
 };
 
@@ -124,6 +146,9 @@ struct run_config {
   std::string report_path;   ///< empty: no JSON report
   bool resume = false; ///< the trainer continues from its last checkpoint
   synthetic_spec synthetic;
+  /// Where samples come from and how they are transformed; resolved (sizes,
+  /// classes, output shape) on the head and in a local run.
+  data_spec data;
   /// The article's workload: 1000 steps of batch 64.
   source_spec source{64000, 64, 1, true, 0};
   blur_params blur;
@@ -158,7 +183,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_spec& x) {
   return f(caf::meta::type_name("trainer_spec"), x.device, x.sim_step_ms,
            x.log_every, x.prefetch, x.lr, x.momentum, x.threads,
-           x.checkpoint_dir, x.checkpoint_every, x.model);
+           x.checkpoint_dir, x.checkpoint_every, x.model_type, x.optimizer,
+           x.weight_decay, x.model);
 }
 
 /// What the head tells every node it runs: the pipeline and the trainer
@@ -166,8 +192,8 @@ typename Inspector::result_type inspect(Inspector& f, trainer_spec& x) {
 /// count and slowdown) stay with each node.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_config& x) {
-  return f(caf::meta::type_name("run_config"), x.synthetic, x.source, x.blur,
-           x.router, x.transport, x.batch_stream, x.trainer);
+  return f(caf::meta::type_name("run_config"), x.synthetic, x.data, x.source,
+           x.blur, x.router, x.transport, x.batch_stream, x.trainer);
 }
 
 /// Bytes of one full batch of `cfg`'s pipeline on the wire
@@ -180,7 +206,9 @@ parse_host_port(std::string_view text);
 
 /// Reads and validates a run_config from CAF's parsed settings (file, then
 /// command line). Any bad value yields errc::invalid_config with a message
-/// naming the key, the value and what was expected.
+/// naming the key, the value and what was expected. For the head and local
+/// roles it also resolves the data (resolve_data: reads IDX headers and
+/// folder listings); other roles get the resolved pipeline from the head.
 caf::expected<run_config> read_run_config(const caf::settings& content);
 
 } // namespace stoker

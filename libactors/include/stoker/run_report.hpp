@@ -45,6 +45,14 @@ struct run_report {
   std::string window_last_change; ///< why the window last changed
   uint64_t rejected_batches = 0;
   std::string first_error;
+  uint64_t skipped_files = 0; ///< unreadable or corrupt, left out
+  std::vector<std::string> skipped_file_examples; ///< the first few
+  /// The last epoch's mean training loss and test accuracy (NaN, written
+  /// null: not measured), then every epoch's.
+  double train_loss = 0.0;
+  double test_accuracy = 0.0;
+  std::vector<double> epoch_train_loss;
+  std::vector<double> epoch_test_accuracy;
   std::vector<worker_entry> workers;
 
   /// Exactly once: nothing missing, duplicated or rejected.

@@ -15,6 +15,12 @@ struct step_result {
   double loss = 0.0; ///< NaN when the device is simulated (no model runs)
 };
 
+/// What evaluating one batch produced.
+struct eval_result {
+  uint64_t correct = 0; ///< images whose top prediction is their label
+  double loss_sum = 0.0; ///< cross-entropy summed over the images; NaN: sim
+};
+
 /// The accelerator side of a trainer: one training step per batch. The
 /// trainer actor owns it and calls it from its own (detached) thread only.
 class step_engine {
@@ -24,6 +30,10 @@ public:
   /// Trains one step on a checked CHW float32 batch. The batch stays owned
   /// by the caller; engines copy what they keep.
   virtual caf::expected<step_result> step(const image_batch& batch) = 0;
+
+  /// Predicts a checked CHW float32 batch without training (no gradients,
+  /// the model in evaluation mode for the call).
+  virtual caf::expected<eval_result> evaluate(const image_batch& batch) = 0;
 
   /// "cuda:0", "cpu" or "sim".
   virtual std::string device() const = 0;
@@ -43,9 +53,10 @@ public:
 /// step (no CPU used while "computing").
 std::unique_ptr<step_engine> make_sim_engine(uint32_t step_ms);
 
-/// A LibTorch ViT trained with SGD on `spec.device` (auto: CUDA when
-/// LibTorch sees a GPU, else CPU). Fails with errc::invalid_config when the
-/// device is not available, naming it.
+/// A LibTorch model (`spec.model_type`: the ViT or the CNN) trained with
+/// SGD or AdamW on `spec.device` (auto: CUDA when LibTorch sees a GPU, else
+/// CPU). Fails with errc::invalid_config when the device is not available,
+/// naming it.
 caf::expected<std::unique_ptr<step_engine>>
 make_torch_engine(const trainer_spec& spec);
 

@@ -1,0 +1,106 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <caf/expected.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include "stoker/epoch_source.hpp"
+#include "stoker/synthetic_mapper.hpp"
+#include "stoker/transforms.hpp"
+
+namespace stoker {
+
+/// Where samples come from (`pipeline.source`).
+enum class source_kind : uint8_t {
+  synthetic = 1,    ///< the article's random images, made on the workers
+  idx = 2,          ///< MNIST-style IDX files (Fashion-MNIST)
+  image_folder = 3, ///< one sub-directory of image files per class
+};
+
+/// Parses "synthetic", "idx" or "image-folder".
+std::optional<source_kind> parse_source_kind(std::string_view name);
+
+std::string to_string(source_kind k);
+
+/// A run's data: where it is, how samples are transformed, and (filled by
+/// resolve_data on the head, then sent to every node) what is there.
+struct data_spec {
+  source_kind kind = source_kind::synthetic;
+  /// idx: a directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte
+  /// (each plain or .gz); image-folder: the training folder.
+  std::string data;
+  std::string eval_data; ///< image-folder: the test folder
+  /// Empty with a synthetic source: the article's fused blur stage.
+  std::vector<transform_spec> transforms;
+  std::vector<transform_spec> eval_transforms; ///< no augmentation
+  bool eval = false;         ///< test split after each epoch
+  uint64_t train_limit = 0;  ///< use the first N of a fixed subset; 0 = all
+  uint64_t eval_limit = 0;
+  uint64_t seed = 0; ///< pipeline.seed: picks the subset of a limit
+  // -- what resolve_data found
+  uint64_t train_size = 0;
+  uint64_t eval_size = 0;
+  uint32_t num_classes = 0;
+  image_shape output;      ///< what the trainer gets (CHW)
+  std::string fingerprint; ///< of the file listings (image-folder)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, image_shape& x) {
+  return f(caf::meta::type_name("image_shape"), x.height, x.width,
+           x.channels);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, data_spec& x) {
+  return f(caf::meta::type_name("data_spec"), x.kind, x.data, x.eval_data,
+           x.transforms, x.eval_transforms, x.eval, x.train_limit,
+           x.eval_limit, x.seed, x.train_size, x.eval_size, x.num_classes, x.output,
+           x.fingerprint);
+}
+
+/// One split of a dataset as a worker reads it. Implementations are
+/// immutable once opened: one instance is shared by a node's workers and
+/// read from their threads at once.
+class dataset {
+public:
+  virtual ~dataset() = default;
+
+  /// Samples in this split (after pipeline.dataset-size / eval-size).
+  virtual uint64_t size() const = 0;
+
+  /// The label of sample `index` (< size()).
+  virtual int64_t label(uint64_t index) const = 0;
+
+  /// What the transform chain starts from: pixels, or a file's bytes.
+  /// Errors (errc::io_failure) name the file.
+  virtual caf::expected<sample_input> read(uint64_t epoch,
+                                           uint64_t index) const = 0;
+
+  /// The sample's name in messages and the report (its file, or its index).
+  virtual std::string name(uint64_t index) const = 0;
+};
+
+/// On the head (and a local run): looks at the data (IDX headers and
+/// labels, folder listings; no image is read), checks both transform
+/// chains, and fills `data`'s sizes, classes, output shape and fingerprint
+/// and `source`'s dataset and eval sizes. A synthetic source without
+/// transforms keeps `image`'s shape. Errors (errc::invalid_config) name the
+/// key, the path and what was expected.
+caf::error resolve_data(data_spec& data, source_spec& source,
+                        const synthetic_spec& image);
+
+/// On a worker: opens split `which` of the resolved `data`. Refuses a view
+/// that differs from the head's (size, classes or listing fingerprint),
+/// naming the path, since the worker would make other samples than the
+/// head planned (shared storage is assumed).
+caf::expected<std::shared_ptr<const dataset>>
+open_dataset(const data_spec& data, split which, const synthetic_spec& image);
+
+} // namespace stoker
