@@ -1,7 +1,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
+
+#include <sys/wait.h>
 
 #include <caf/actor_system.hpp>
 
@@ -155,6 +158,27 @@ BOOST_AUTO_TEST_CASE(bad_data_settings_name_the_key_and_the_path) {
   BOOST_TEST(has(refuse({"--pipeline.transforms=[\"blur\"]"}),
                  "unknown transform 'blur'"));
   BOOST_TEST(has(refuse({"--trainer.model=resnet"}), "\"vit\" or \"cnn\""));
+}
+
+BOOST_AUTO_TEST_CASE(the_export_tool_writes_class_folders_and_checks_its_arguments) {
+  require_fashion_mnist();
+  scratch_dir dir{"export-tool"};
+  auto run = [](const std::string& args) {
+    auto status = std::system((std::string{STOKER_EXPORT_BINARY} + " " + args
+                               + " > /dev/null 2>&1")
+                                .c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  BOOST_TEST(run(fashion_mnist_dir + " " + dir.path
+                 + " --limit=25 --split=test")
+             == 0);
+  auto listing = list_image_folder(dir.path);
+  BOOST_REQUIRE(listing);
+  BOOST_TEST(listing->files.size() == 25u);
+  BOOST_TEST(listing->classes.front() == "0-tshirt-top");
+  BOOST_TEST(run(dir.path) == 2);                      // no OUT_DIR
+  BOOST_TEST(run("a b --limit=many") == 2);            // not a number
+  BOOST_TEST(run("/nope " + dir.path + "/x") == 1);    // no IDX files there
 }
 
 BOOST_AUTO_TEST_CASE(a_run_over_a_folder_with_a_corrupt_file_completes) {

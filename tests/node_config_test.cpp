@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -85,6 +86,23 @@ BOOST_AUTO_TEST_CASE(console_flag_is_short_for_console_terminal) {
   BOOST_REQUIRE(plain);
   BOOST_TEST(!(*plain)->console.terminal);
   BOOST_TEST(mentions(rejection({"--console=maybe"}), "--console.terminal=maybe"));
+}
+
+BOOST_AUTO_TEST_CASE(cosine_schedule_falls_from_the_rate_to_zero_over_the_run) {
+  auto res = load({"--trainer.lr-schedule=cosine", "--trainer.lr=0.1",
+                   "--pipeline.dataset-size=100", "--pipeline.batch-size=10",
+                   "--pipeline.epochs=3"});
+  BOOST_REQUIRE(res);
+  auto& t = (*res)->trainer;
+  BOOST_TEST(t.total_steps == 30u);
+  BOOST_TEST(learning_rate_at(t, 0) == 0.1);
+  BOOST_TEST(std::abs(learning_rate_at(t, 15) - 0.05) < 1e-12);
+  BOOST_TEST(learning_rate_at(t, 30) < 1e-12);
+  BOOST_TEST(learning_rate_at(t, 40) < 1e-12); // past the end: stays at 0
+  t.schedule = lr_schedule::constant;
+  BOOST_TEST(learning_rate_at(t, 15) == 0.1);
+  BOOST_TEST(mentions(rejection({"--trainer.lr-schedule=step"}),
+                      "\"constant\" or \"cosine\""));
 }
 
 BOOST_AUTO_TEST_CASE(article_workload_defaults_apply_without_a_key) {

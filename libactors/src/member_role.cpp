@@ -132,7 +132,7 @@ start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
     return fail("for actors", sys.render(port.error()));
   trainer_endpoint where{cfg.node_name, cfg.cluster.bind, *port, 0};
   if (w.config.batch_stream) {
-    auto& s = w.config.synthetic;
+    auto& s = w.config.data.output;
     // The largest frame a worker may send: a full batch of float32.
     uint64_t max_bytes = uint64_t{w.config.source.batch_size} * s.height
                          * s.width * s.channels * sizeof(float);

@@ -199,6 +199,8 @@ node_config::node_config() {
     .add<string>("model", "vit (default) or cnn")
     .add<string>("optimizer", "sgd (default) or adamw")
     .add<double>("weight-decay", "the optimizer's weight decay (default 0)")
+    .add<string>("lr-schedule", "constant (default) or cosine (down to 0 "
+                                "over the run)")
     .add<bool>("eval", "evaluate on the test split after each epoch "
                        "(default false)");
   opt_group{custom_options_, "model"}

@@ -1,5 +1,6 @@
 #include "stoker/run_config.hpp"
 
+#include <cmath>
 #include <limits>
 #include <thread>
 
@@ -56,6 +57,22 @@ std::optional<optimizer_kind> parse_optimizer_kind(std::string_view name) {
   if (name == "adamw")
     return optimizer_kind::adamw;
   return std::nullopt;
+}
+
+std::optional<lr_schedule> parse_lr_schedule(std::string_view name) {
+  if (name == "constant")
+    return lr_schedule::constant;
+  if (name == "cosine")
+    return lr_schedule::cosine;
+  return std::nullopt;
+}
+
+double learning_rate_at(const trainer_spec& spec, uint64_t step) {
+  if (spec.schedule != lr_schedule::cosine || spec.total_steps == 0)
+    return spec.lr;
+  double done = static_cast<double>(std::min(step, spec.total_steps))
+                / static_cast<double>(spec.total_steps);
+  return spec.lr * 0.5 * (1.0 + std::cos(3.14159265358979323846 * done));
 }
 
 std::optional<std::pair<std::string, uint16_t>>
@@ -382,6 +399,8 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   r.choice("trainer.optimizer", t.optimizer, parse_optimizer_kind,
            "\"sgd\" or \"adamw\"");
   r.real("trainer.weight-decay", t.weight_decay, 0.0, 10.0);
+  r.choice("trainer.lr-schedule", t.schedule, parse_lr_schedule,
+           "\"constant\" or \"cosine\"");
   if (cfg.resume && cfg.role != "local" && cfg.role != "trainer")
     r.fail("--resume with --role=" + cfg.role
            + ": only the trainer resumes; expected --role=local or "
@@ -402,6 +421,9 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
           || d.kind == source_kind::synthetic))
     if (auto err = resolve_data(d, cfg.source, cfg.synthetic))
       return err;
+  if (cfg.source.batch_size > 0)
+    t.total_steps = (cfg.source.dataset_size + cfg.source.batch_size - 1)
+                    / cfg.source.batch_size * cfg.source.epochs;
   m.image_height = d.output.height;
   m.image_width = d.output.width;
   m.channels = d.output.channels;

@@ -29,6 +29,10 @@ public:
     return eval_result{0, std::numeric_limits<double>::quiet_NaN()};
   }
 
+  void set_learning_rate(double) override {
+    // no model, nothing to learn
+  }
+
   std::string device() const override {
     return "sim";
   }

@@ -100,6 +100,11 @@ public:
     }
   }
 
+  void set_learning_rate(double lr) override {
+    for (auto& group : optimizer_->param_groups())
+      group.options().set_lr(lr);
+  }
+
   std::string device() const override {
     return device_.str();
   }

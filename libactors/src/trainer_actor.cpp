@@ -33,6 +33,7 @@ uint64_t ns_between(clock_type::time_point a, clock_type::time_point b) {
 
 struct trainer_state {
   std::shared_ptr<step_engine> engine;
+  trainer_spec spec; // the learning-rate schedule
   run_identity run;
   std::string checkpoint_dir; // empty: no checkpoints
   uint32_t checkpoint_every = 100;
@@ -197,7 +198,6 @@ bool run_batch(trainer_ptr self, image_batch& batch,
     s.stats.skipped_examples.push_back(batch.skipped_names[i]);
   s.stats.skipped_samples += batch.skipped_ids.size();
   auto& sums = s.epochs[batch.epoch];
-  uint64_t step_ns = 0;
   if (batch.part == split::test) {
     if (!batch.sample_ids.empty()) {
       auto result = s.engine->evaluate(batch);
@@ -210,6 +210,7 @@ bool run_batch(trainer_ptr self, image_batch& batch,
     }
   } else {
     if (!batch.sample_ids.empty()) { // not only skipped files
+      s.engine->set_learning_rate(learning_rate_at(s.spec, s.stats.steps));
       auto result = s.engine->step(batch);
       if (!result) {
         self->quit(result.error());
@@ -219,7 +220,6 @@ bool run_batch(trainer_ptr self, image_batch& batch,
       s.stats.last_loss = result->loss;
       sums.loss += result->loss;
       sums.steps += 1;
-      step_ns = ns_between(start, clock_type::now());
     }
     for (auto id : batch.sample_ids)
       s.ledger->record(batch.epoch, id);
@@ -228,8 +228,9 @@ bool run_batch(trainer_ptr self, image_batch& batch,
   }
   s.consumed.insert(batch.batch_id);
   auto end = clock_type::now();
-  if (batch.part == split::test)
-    step_ns = ns_between(start, end); // the accelerator was busy all along
+  // A step or an evaluation kept the accelerator busy; skipped files only
+  // did not.
+  uint64_t step_ns = batch.sample_ids.empty() ? 0 : ns_between(start, end);
   uint64_t backlog = self->mailbox().size(); // batches that waited
   s.stats.step_ns += step_ns;
   s.window_step_ns += step_ns;
@@ -255,6 +256,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
            std::shared_ptr<const checkpoint> resumed) {
   auto& st = self->state;
   st.engine = std::move(engine);
+  st.spec = cfg.trainer;
   st.pool = std::move(pool);
   st.run = identity_of(cfg);
   st.checkpoint_dir = cfg.trainer.checkpoint_dir;

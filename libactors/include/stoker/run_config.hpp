@@ -50,6 +50,15 @@ enum class optimizer_kind : uint8_t { sgd = 1, adamw = 2 };
 /// Parses "sgd" or "adamw".
 std::optional<optimizer_kind> parse_optimizer_kind(std::string_view name);
 
+/// How the learning rate moves over a run (`trainer.lr-schedule`).
+enum class lr_schedule : uint8_t {
+  constant = 1, ///< trainer.lr throughout
+  cosine = 2,   ///< from trainer.lr down to 0 along half a cosine
+};
+
+/// Parses "constant" or "cosine".
+std::optional<lr_schedule> parse_lr_schedule(std::string_view name);
+
 /// Sizes of the Vision Transformer (timm's ViT-B/16 by default); the image
 /// and class fields size the CNN too.
 struct vit_spec {
@@ -78,8 +87,15 @@ struct trainer_spec {
   model_kind model_type = model_kind::vit;
   optimizer_kind optimizer = optimizer_kind::sgd;
   double weight_decay = 0.0;
+  lr_schedule schedule = lr_schedule::constant;
+  uint64_t total_steps = 0; ///< the run's training steps (for the schedule)
   vit_spec model;
 };
+
+/// The learning rate of training step `step` (0-based) of a run of
+/// `spec.total_steps`: trainer.lr, or the cosine schedule's
+/// lr * (1 + cos(pi * step / total)) / 2.
+double learning_rate_at(const trainer_spec& spec, uint64_t step);
 
 /// One node of a cluster's topology: `NAME:ROLE[:WORKERS]` in
 /// `cluster.nodes`.
@@ -184,7 +200,7 @@ typename Inspector::result_type inspect(Inspector& f, trainer_spec& x) {
   return f(caf::meta::type_name("trainer_spec"), x.device, x.sim_step_ms,
            x.log_every, x.prefetch, x.lr, x.momentum, x.threads,
            x.checkpoint_dir, x.checkpoint_every, x.model_type, x.optimizer,
-           x.weight_decay, x.model);
+           x.weight_decay, x.schedule, x.total_steps, x.model);
 }
 
 /// What the head tells every node it runs: the pipeline and the trainer

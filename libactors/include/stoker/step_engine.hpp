@@ -35,6 +35,9 @@ public:
   /// the model in evaluation mode for the call).
   virtual caf::expected<eval_result> evaluate(const image_batch& batch) = 0;
 
+  /// The learning rate of the steps from now on (the trainer's schedule).
+  virtual void set_learning_rate(double lr) = 0;
+
   /// "cuda:0", "cpu" or "sim".
   virtual std::string device() const = 0;
 
