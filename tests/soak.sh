@@ -21,13 +21,13 @@ trap cleanup EXIT
 fail() { echo "FAILED: $*"; for f in "$dir"/*.log; do echo "== $f"; tail -n 5 "$f"; done; exit 1; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 
-# The in-flight window is capped at 32 MiB of batches: on a saturated
+# The in-flight window is capped at 4 MiB of batches (~21): on a saturated
 # 2-core machine the trainer idles a few percent here, so the router widens
 # the window toward its 1 GiB default budget (by design) and the trainer's
 # RSS follows it; this test is about leaks, not about that budget.
 common=(--trainer.device=sim --trainer.sim-step-ms=2 --pipeline.height=32
         --pipeline.width=32 --pipeline.batch-size=16 --cluster.heartbeat-timeout=10s
-        --router.max-inflight-bytes=33554432)
+        --router.max-inflight-bytes=4194304)
 "$node" --role=head --cluster.port=0 --cluster.port-file="$dir/port" \
   --cluster.nodes='["t:trainer", "a:worker:1", "b:worker:1", "c:worker:1"]' \
   --pipeline.dataset-size=100000000 "${common[@]}" >"$dir/head.log" 2>&1 &
