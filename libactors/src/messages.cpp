@@ -39,6 +39,22 @@ std::string to_string(layout x) {
   return x == layout::hwc ? "HWC" : x == layout::chw ? "CHW" : "unknown";
 }
 
+image_batch float_batch_for(const work_item& item, layout order,
+                            uint32_t height, uint32_t width,
+                            uint32_t channels) {
+  image_batch batch;
+  batch.epoch = item.epoch;
+  batch.batch_id = item.batch_id;
+  batch.part = item.part;
+  batch.type = dtype::float32;
+  batch.order = order;
+  batch.height = height;
+  batch.width = width;
+  batch.channels = channels;
+  batch.data.resize(item.sample_ids.size() * batch.image_bytes());
+  return batch;
+}
+
 void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<work_item>("stoker::work_item")
     .add_message_type<std::vector<work_item>>("std::vector<stoker::work_item>")

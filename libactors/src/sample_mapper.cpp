@@ -10,16 +10,8 @@ image_batch map_samples(const dataset& data,
                         const std::vector<transform_spec>& chain,
                         image_shape shape, uint64_t seed,
                         const work_item& item) {
-  image_batch batch;
-  batch.epoch = item.epoch;
-  batch.batch_id = item.batch_id;
-  batch.part = item.part;
-  batch.type = dtype::float32;
-  batch.order = layout::chw;
-  batch.height = shape.height;
-  batch.width = shape.width;
-  batch.channels = shape.channels;
-  batch.data.resize(item.sample_ids.size() * batch.image_bytes());
+  auto batch = float_batch_for(item, layout::chw, shape.height, shape.width,
+                               shape.channels);
   size_t kept = 0;
   for (auto id : item.sample_ids) {
     auto input = data.read(item.epoch, id);

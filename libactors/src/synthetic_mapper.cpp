@@ -16,17 +16,10 @@ void make_synthetic_image(const synthetic_spec& spec, uint64_t epoch,
 }
 
 image_batch map_synthetic(const synthetic_spec& spec, const work_item& item) {
-  image_batch batch;
-  batch.epoch = item.epoch;
-  batch.batch_id = item.batch_id;
+  auto batch = float_batch_for(item, layout::hwc, spec.height, spec.width,
+                               spec.channels);
   batch.sample_ids = item.sample_ids;
-  batch.type = dtype::float32;
-  batch.order = layout::hwc;
-  batch.height = spec.height;
-  batch.width = spec.width;
-  batch.channels = spec.channels;
   batch.labels.reserve(item.sample_ids.size());
-  batch.data.resize(item.sample_ids.size() * batch.image_bytes());
   for (size_t i = 0; i < item.sample_ids.size(); ++i) {
     batch.labels.push_back(synthetic_label(item.sample_ids[i],
                                            spec.num_classes));

@@ -172,6 +172,12 @@ bool save_checkpoint(trainer_ptr self, const router_actor& router) {
   return true;
 }
 
+// Gives a batch's buffer back to the listener that filled it, if any.
+void recycle(trainer_state& s, image_batch& batch) {
+  if (s.pool)
+    s.pool->release(std::move(batch.data));
+}
+
 // The accelerator's idle time before a batch that starts at `start`.
 uint64_t account_wait(trainer_ptr self, clock_type::time_point start) {
   auto& s = self->state;
@@ -301,10 +307,6 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   return {
     [=](image_batch& batch) {
       auto& s = self->state;
-      auto recycle = [&] {
-        if (s.pool)
-          s.pool->release(std::move(batch.data));
-      };
       bool copy = s.consumed.contains(batch.batch_id)
                   || std::any_of(s.held.begin(), s.held.end(),
                                  [&](auto& h) {
@@ -313,7 +315,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
       if (copy) {
         // The slower copy of a hedged batch: the faster one was trained on.
         ++s.stats.dropped_copies;
-        recycle();
+        recycle(s, batch);
         return;
       }
       auto start = clock_type::now();
@@ -326,7 +328,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
         self->send(router, ack_atom::value, batch.batch_id,
                    account_wait(self, start), uint64_t{0},
                    uint64_t{self->mailbox().size()});
-        recycle();
+        recycle(s, batch);
         s.idle_since = clock_type::now();
         return;
       }
@@ -338,7 +340,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
       }
       if (!run_batch(self, batch, start, router))
         return;
-      recycle();
+      recycle(s, batch);
       // Phases may have passed: run what waited for them, in order.
       for (bool ran = true; ran;) {
         ran = false;
@@ -348,8 +350,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
             s.held.erase(i);
             if (!run_batch(self, next, clock_type::now(), router))
               return;
-            if (s.pool)
-              s.pool->release(std::move(next.data));
+            recycle(s, next);
             ran = true;
             break;
           }

@@ -85,6 +85,13 @@ struct image_batch {
   }
 };
 
+/// The float32 batch a mapper starts from for `item`: its epoch, id and
+/// split, the image shape and order, and a buffer for all its images; ids,
+/// labels and checksums are the mapper's to fill.
+image_batch float_batch_for(const work_item& item, layout order,
+                            uint32_t height, uint32_t width,
+                            uint32_t channels);
+
 /// What a worker tells the router after each item (samples > 0) and every
 /// router.report-interval between items (samples == 0): enough to estimate
 /// its rate and its queue, and to know it is alive.
