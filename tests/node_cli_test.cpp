@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "stoker/checkpoint.hpp"
+#include "stoker/cuda_devices.hpp"
 
 // Runs the real stoker-node binary, as a user would.
 
@@ -128,6 +129,34 @@ BOOST_AUTO_TEST_CASE(local_run_with_sim_trainer_delivers_every_sample_once) {
   BOOST_TEST(text.find("\"steps\": 12,") != std::string::npos);
   BOOST_TEST(text.find("\"trainer_device\": \"sim\"") != std::string::npos);
   BOOST_TEST(text.find("\"policy\": \"least-loaded\"") != std::string::npos);
+  std::remove(report.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(gpu_placement_without_a_gpu_fails_naming_why_and_auto_runs_on_the_cpus) {
+  if (stoker::probe_cuda_devices().count > 0) {
+    BOOST_TEST_MESSAGE("a CUDA device is here: blur_cuda covers gpu");
+  } else {
+    auto o = run_node(small_run + " --pipeline.placement=gpu");
+    BOOST_TEST(o.exit_code == 1); // the run cannot start here
+    BOOST_TEST(mentions(o, "run failed"));
+    BOOST_TEST(mentions(o, "pipeline.placement = \"gpu\": CUDA blur on "
+                           "device 0"));
+  }
+  auto report = "/tmp/stoker-cli-auto-" + std::to_string(::getpid())
+                + ".json";
+  auto o = run_node(small_run + " --pipeline.placement=auto --report="
+                    + report);
+  BOOST_TEST(o.exit_code == 0);
+  std::stringstream json;
+  json << std::ifstream{report}.rdbuf();
+  auto text = json.str();
+  BOOST_TEST_MESSAGE(text);
+  BOOST_TEST(text.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(text.find("\"placement\": \"auto\",") != std::string::npos);
+  if (stoker::probe_cuda_devices().count == 0) {
+    BOOST_TEST(mentions(o, "the workers blur everything"));
+    BOOST_TEST(text.find("\"batches_gpu_blur\": 0,") != std::string::npos);
+  }
   std::remove(report.c_str());
 }
 

@@ -129,6 +129,19 @@ BOOST_AUTO_TEST_CASE(rejects_unknown_transport_dtype) {
                       "transport.dtype = \"int8\": expected \"float32\""));
 }
 
+BOOST_AUTO_TEST_CASE(rejects_unknown_placement_and_gpu_placement_of_other_pipelines) {
+  auto msg = rejection({"--pipeline.placement=tpu"});
+  BOOST_TEST(mentions(msg, "pipeline.placement = \"tpu\": expected \"cpu\", "
+                           "\"gpu\" or \"auto\""));
+  msg = rejection({"--pipeline.placement=gpu", "--pipeline.source=idx",
+                   "--pipeline.data=/nowhere"});
+  BOOST_TEST(mentions(msg, "pipeline.placement = \"gpu\""));
+  BOOST_TEST(mentions(msg, "article's blur stage only"));
+  auto ok = load({"--pipeline.placement=auto"});
+  BOOST_REQUIRE(ok);
+  BOOST_TEST(((*ok)->router.placement == blur_placement::automatic));
+}
+
 BOOST_AUTO_TEST_CASE(rejects_unknown_device) {
   auto msg = rejection({"--trainer.device=tpu"});
   BOOST_TEST(mentions(msg, "trainer.device"));

@@ -65,12 +65,35 @@ BOOST_AUTO_TEST_CASE(json_has_every_documented_key) {
                    "trainer_device", "policy", "batches_leased",
                    "batches_acked", "batches_hedged", "dropped_copies",
                    "window", "window_max", "window_changes",
-                   "window_last_change", "workers", "name", "batches",
+                   "window_last_change", "placement", "gpu_share",
+                   "batches_gpu_blur", "gpu_blurred_batches",
+                   "placement_changes", "placement_last_change",
+                   "placement_reason", "workers", "name", "batches",
                    "busy_fraction"})
     BOOST_TEST(json.find("\"" + std::string{key} + "\":") != std::string::npos,
                key);
   BOOST_TEST(json.find("\"worker-\\\"1\\\"\"") != std::string::npos);
   BOOST_TEST(json.find("\"missing\": 8,") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(carries_the_placement_and_its_reasons) {
+  router_summary router;
+  router.placement = "auto";
+  router.gpu_share = 0.25;
+  router.batches_gpu_blur = 12;
+  router.placement_changes = 2;
+  router.placement_last_change = "GPU share 12.5% -> 25.0%: saturated";
+  router.placement_reason = "auto: holding";
+  trainer_stats trainer;
+  trainer.gpu_blurred_batches = 11;
+  auto json = to_json(make_report(router, trainer, {}));
+  BOOST_TEST(json.find("\"placement\": \"auto\",") != std::string::npos);
+  BOOST_TEST(json.find("\"gpu_share\": 0.25,") != std::string::npos);
+  BOOST_TEST(json.find("\"batches_gpu_blur\": 12,") != std::string::npos);
+  BOOST_TEST(json.find("\"gpu_blurred_batches\": 11,") != std::string::npos);
+  BOOST_TEST(json.find("\"placement_last_change\": \"GPU share 12.5% -> "
+                       "25.0%: saturated\",")
+             != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(writes_the_file_whole) {

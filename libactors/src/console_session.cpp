@@ -1,5 +1,6 @@
 #include "stoker/console_session.hpp"
 
+#include <cstdio>
 #include <chrono>
 #include <ctime>
 
@@ -99,6 +100,15 @@ std::string format_router(const router_status& st) {
                     + (st.paused ? ", PAUSED" : "") + "\n";
   if (!s.window_last_change.empty())
     out += "last window change: " + s.window_last_change + "\n";
+  if (s.placement != "cpu") {
+    char share[16];
+    std::snprintf(share, sizeof share, "%.1f%%", 100.0 * s.gpu_share);
+    out += "placement " + s.placement + ": GPU blur share " + share + ", "
+           + std::to_string(s.batches_gpu_blur) + " batch(es) so far; "
+           + s.placement_reason + "\n";
+    if (!s.placement_last_change.empty())
+      out += "last placement change: " + s.placement_last_change + "\n";
+  }
   out += "leased " + std::to_string(s.batches_leased) + ", acked "
          + std::to_string(s.batches_acked) + ", re-leased "
          + std::to_string(s.batches_released) + ", hedged "

@@ -152,6 +152,8 @@ void print_banner(const run_config& cfg) {
             << to_string(cfg.router.policy) << " (window " << cfg.router.window
             << "), trainer " << to_string(cfg.trainer.model_type) << " on "
             << to_string(cfg.trainer.device);
+  if (cfg.router.placement != blur_placement::cpu)
+    std::cout << ", blur placement " << to_string(cfg.router.placement);
   auto cuda = probe_cuda_devices();
   std::cout << "\n  CUDA runtime: " << cuda.count << " device(s)"
             << (cuda.detail.empty() ? "" : ": " + cuda.detail) << std::endl;

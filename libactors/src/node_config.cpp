@@ -148,6 +148,8 @@ node_config::node_config() {
     .add<int64_t>("blur-kernel", "odd kernel size (default 11)")
     .add<double>("sigma-min", "smallest sigma drawn (default 0.1)")
     .add<double>("sigma-max", "largest sigma drawn (default 2.0)")
+    .add<string>("placement", "where the blur stage runs: cpu (default, "
+                              "the workers), gpu (the trainer's) or auto")
     .add<string>("source", "synthetic (default), idx or image-folder")
     .add<string>("data", "idx: the directory of the IDX files; "
                          "image-folder: the training folder")

@@ -12,6 +12,47 @@
 namespace stoker::detail {
 
 constexpr size_t hedge_history = 32; // batch times the median is taken over
+// Long enough for a few acks and worker items at the article's rates.
+constexpr uint64_t placement_period_ns = 1'000'000'000;
+
+// Judges the placement period if it is over: the least busy live worker's
+// share of it, the trainer's acks; a change is logged and kept.
+void judge_placement(router_ptr self) {
+  auto& st = self->state;
+  if (st.spec.placement != blur_placement::automatic)
+    return;
+  auto now = st.now_ns();
+  auto length = now - std::min(now, st.period_started_ns);
+  if (length < placement_period_ns)
+    return;
+  auto signals = st.period;
+  signals.trainer_gpu = st.trainer_gpu;
+  signals.min_worker_busy = -1.0;
+  auto& workers = st.table.workers();
+  for (size_t i = 0; i < workers.size(); ++i) {
+    if (!workers[i].alive || workers[i].draining)
+      continue;
+    double busy = static_cast<double>(st.busy_total[i]
+                                      - std::min(st.busy_total[i],
+                                                 st.busy_at_period[i]))
+                  / static_cast<double>(length);
+    signals.min_worker_busy = signals.min_worker_busy < 0
+                                ? busy
+                                : std::min(signals.min_worker_busy, busy);
+  }
+  if (auto change = st.offload.decide(signals)) {
+    caf::aout(self) << "router: placement: " << *change << std::endl;
+    st.summary.placement_changes = st.offload.changes();
+    st.summary.placement_last_change = *change;
+    st.summary.gpu_share = st.offload.share();
+  }
+  st.summary.placement_reason = st.offload.last_reason();
+  if (st.period.acks < st.offload.limits().min_acks && st.trainer_gpu)
+    return; // too little seen: the period goes on
+  st.period = offload_signals{};
+  st.period_started_ns = now;
+  st.busy_at_period = st.busy_total;
+}
 
 void maybe_finish(router_ptr self) {
   auto& st = self->state;
@@ -147,6 +188,9 @@ void dispatch(router_ptr self) {
     st.pending.pop_front();
     st.table.on_lease(*index, samples);
     ++st.summary.batches_leased;
+    item.blur_on_trainer = st.trainer_gpu && st.offload.next_on_trainer();
+    if (item.blur_on_trainer)
+      ++st.summary.batches_gpu_blur;
     self->send(st.workers[*index], item, st.trainer);
     st.leases.emplace(item.batch_id,
                       lease{std::move(item), *index, now, false});
@@ -299,6 +343,10 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
   st.limits.idle_target = spec.idle_target;
   st.source = std::move(source);
   st.summary.policy = to_string(spec.policy);
+  st.offload = offload_controller{spec.placement};
+  st.summary.placement = to_string(spec.placement);
+  st.summary.gpu_share = st.offload.share();
+  st.summary.placement_reason = st.offload.last_reason();
   st.summary.samples_expected = expected_samples;
   // A worker that dies loses its leases to the others; a trainer that dies
   // ends the run with its reason.
@@ -337,6 +385,8 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
                              s.table.add_worker(std::move(name),
                                                 std::move(host), s.now_ns()));
       s.workers.push_back(std::move(worker));
+      s.busy_total.resize(s.workers.size(), 0);
+      s.busy_at_period.resize(s.workers.size(), 0);
       dispatch(self);
     },
     [=](credit_atom, trainer_actor& trainer, trainer_hello& hello) {
@@ -362,6 +412,14 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
                         << std::endl;
       s.trainer_lost_at.reset();
       s.trainer_checkpoints = hello.checkpoints;
+      s.trainer_gpu = hello.gpu_blur;
+      if (s.spec.placement != blur_placement::cpu)
+        caf::aout(self) << "router: pipeline.placement = "
+                        << to_string(s.spec.placement) << "; the trainer "
+                        << (hello.gpu_blur ? "blurs on its GPU"
+                                           : "has no CUDA blur stage: the "
+                                             "workers blur everything")
+                        << std::endl;
       s.trainer = std::move(trainer);
       s.trainer_heard_ns = s.now_ns();
       self->monitor(s.trainer);
@@ -393,6 +451,9 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
         s.unsaved.emplace(batch_id, std::move(i->second.item));
       s.leases.erase(i);
       ++s.summary.batches_acked;
+      s.period.wait_ns += wait_ns;
+      s.period.step_ns += step_ns;
+      ++s.period.acks;
       uint64_t queued = 0;
       for (auto& w : s.table.workers())
         queued += w.outstanding_items;
@@ -406,6 +467,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       auto i = s.worker_index.find(caf::actor_cast<caf::actor_addr>(worker));
       if (i == s.worker_index.end() || !s.table.workers()[i->second].alive)
         return; // unknown, or lost already: its work went elsewhere
+      s.busy_total[i->second] = report.busy_total_ns;
       if (report.samples > 0) {
         auto now = s.now_ns();
         s.table.on_done(i->second, report.samples, report.busy_ns,
@@ -436,6 +498,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
         return; // the run is over: stop ticking
       check_heartbeats(self);
       hedge_stragglers(self);
+      judge_placement(self);
       dispatch(self);
       self->delayed_send(self, s.spec.report_interval, tick_atom::value);
     },
@@ -444,6 +507,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       s.run_started = clock_type::now();
       s.run_promise = self->template make_response_promise<router_summary>();
       s.run_requested = true;
+      s.period_started_ns = s.now_ns();
       self->delayed_send(self, s.spec.report_interval, tick_atom::value);
       dispatch(self);
       maybe_finish(self);

@@ -360,6 +360,14 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
     }
   }
   r.boolean("trainer.eval", d.eval);
+  r.choice("pipeline.placement", cfg.router.placement, parse_blur_placement,
+           "\"cpu\", \"gpu\" or \"auto\"");
+  if (cfg.router.placement != blur_placement::cpu
+      && (d.kind != source_kind::synthetic || !d.transforms.empty()))
+    r.fail("pipeline.placement = \"" + to_string(cfg.router.placement)
+           + "\": the GPU runs the article's blur stage only (the "
+             "synthetic source without pipeline.transforms); expected "
+             "\"cpu\" with this pipeline");
   // -- router and workers
   auto& rs = cfg.router;
   r.choice("router.policy", rs.policy, parse_routing_policy,

@@ -87,6 +87,13 @@ run_report make_report(const router_summary& router,
   r.window_max = router.window_max;
   r.window_changes = router.window_changes;
   r.window_last_change = router.window_last_change;
+  r.placement = router.placement;
+  r.gpu_share = router.gpu_share;
+  r.batches_gpu_blur = router.batches_gpu_blur;
+  r.gpu_blurred_batches = trainer.gpu_blurred_batches;
+  r.placement_changes = router.placement_changes;
+  r.placement_last_change = router.placement_last_change;
+  r.placement_reason = router.placement_reason;
   r.rejected_batches = trainer.rejected_batches;
   r.first_error = trainer.first_error;
   r.skipped_files = trainer.skipped_samples;
@@ -144,6 +151,14 @@ std::string to_json(const run_report& r) {
       << "  \"window_max\": " << r.window_max << ",\n"
       << "  \"window_changes\": " << r.window_changes << ",\n"
       << "  \"window_last_change\": " << quoted(r.window_last_change) << ",\n"
+      << "  \"placement\": " << quoted(r.placement) << ",\n"
+      << "  \"gpu_share\": " << number(r.gpu_share) << ",\n"
+      << "  \"batches_gpu_blur\": " << r.batches_gpu_blur << ",\n"
+      << "  \"gpu_blurred_batches\": " << r.gpu_blurred_batches << ",\n"
+      << "  \"placement_changes\": " << r.placement_changes << ",\n"
+      << "  \"placement_last_change\": " << quoted(r.placement_last_change)
+      << ",\n"
+      << "  \"placement_reason\": " << quoted(r.placement_reason) << ",\n"
       << "  \"rejected_batches\": " << r.rejected_batches << ",\n"
       << "  \"first_error\": " << quoted(r.first_error) << ",\n"
       << "  \"skipped_files\": " << r.skipped_files << ",\n"

@@ -4,6 +4,7 @@
 #include <map>
 #include <cmath>
 #include <iomanip>
+#include <iostream>
 #include <optional>
 #include <sstream>
 
@@ -14,6 +15,7 @@
 #include "stoker/batch_check.hpp"
 #include "stoker/batch_codec.hpp"
 #include "stoker/batch_id_set.hpp"
+#include "stoker/blur.hpp"
 #include "stoker/checkpoint.hpp"
 #include "stoker/delivery_ledger.hpp"
 #include "stoker/epoch_gate.hpp"
@@ -38,6 +40,9 @@ struct trainer_state {
   std::string checkpoint_dir; // empty: no checkpoints
   uint32_t checkpoint_every = 100;
   std::shared_ptr<buffer_pool> pool; // where batch buffers go back, if set
+  // pipeline.placement gpu|auto: the blur stage of HWC batches, on the GPU.
+  std::shared_ptr<cuda_blur_stage> gpu_blur;
+  blur_params blur;
   std::optional<delivery_ledger> ledger;
   batch_expectation expect;
   trainer_stats stats;
@@ -198,6 +203,13 @@ bool run_batch(trainer_ptr self, image_batch& batch,
   auto& s = self->state;
   auto waited = account_wait(self, start);
   decode_batch(batch); // to float32, if it travelled as 16-bit
+  if (batch.order == layout::hwc) { // leased for the GPU blur (placement)
+    if (auto err = s.gpu_blur->run(s.blur, batch)) {
+      self->quit(err);
+      return false;
+    }
+    ++s.stats.gpu_blurred_batches;
+  }
   for (size_t i = 0; i < batch.skipped_names.size()
                      && s.stats.skipped_examples.size() < max_skipped_examples;
        ++i)
@@ -237,6 +249,16 @@ bool run_batch(trainer_ptr self, image_batch& batch,
   // A step or an evaluation kept the accelerator busy; skipped files only
   // did not.
   uint64_t step_ns = batch.sample_ids.empty() ? 0 : ns_between(start, end);
+  if (auto device_ns = s.engine->last_device_ns();
+      device_ns && !batch.sample_ids.empty()) {
+    // On CUDA the device's own clock says how busy it was: the host's
+    // share of the step (launches, the GPU blur's copies) is idle time.
+    auto idle = step_ns - std::min(step_ns, *device_ns);
+    waited += idle;
+    s.stats.wait_ns += idle;
+    s.window_wait_ns += idle;
+    step_ns -= idle;
+  }
   uint64_t backlog = self->mailbox().size(); // batches that waited
   s.stats.step_ns += step_ns;
   s.window_step_ns += step_ns;
@@ -259,9 +281,12 @@ trainer_actor::behavior_type
 trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
            run_config cfg, router_actor router,
            std::shared_ptr<buffer_pool> pool,
-           std::shared_ptr<const checkpoint> resumed) {
+           std::shared_ptr<const checkpoint> resumed,
+           std::shared_ptr<cuda_blur_stage> gpu_blur) {
   auto& st = self->state;
   st.engine = std::move(engine);
+  st.gpu_blur = std::move(gpu_blur);
+  st.blur = cfg.blur;
   st.spec = cfg.trainer;
   st.pool = std::move(pool);
   st.run = identity_of(cfg);
@@ -273,7 +298,8 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
                       !cfg.trainer.checkpoint_dir.empty(),
                       resumed != nullptr,
                       0,
-                      {}};
+                      {},
+                      st.gpu_blur != nullptr};
   if (resumed) {
     st.ledger->restore(resumed->ledger_bits, resumed->delivered,
                        resumed->duplicates);
@@ -319,7 +345,10 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
         return;
       }
       auto start = clock_type::now();
-      if (auto err = check_batch(batch, s.expect)) {
+      auto expect = s.expect;
+      if (s.gpu_blur && batch.order == layout::hwc)
+        expect.order = layout::hwc; // the GPU blur's input (placement)
+      if (auto err = check_batch(batch, expect)) {
         // Not trained on, not counted as delivered: the report shows it.
         ++s.stats.rejected_batches;
         if (s.stats.first_error.empty())
@@ -367,6 +396,32 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   };
 }
 
+// The GPU blur stage `pipeline.placement` asks for: none for cpu; for gpu
+// it must open; for auto a GPU-less trainer says so and the workers blur.
+caf::expected<std::shared_ptr<cuda_blur_stage>>
+open_gpu_blur(const run_config& cfg) {
+  auto placement = cfg.router.placement;
+  if (placement == blur_placement::cpu)
+    return std::shared_ptr<cuda_blur_stage>{};
+  auto stage = cuda_blur_stage::open(0);
+  if (!stage) {
+    if (placement == blur_placement::gpu)
+      return make_error(errc::invalid_config,
+                        "pipeline.placement = \"gpu\": "
+                          + describe(stage.error())
+                          + "; expected a trainer with a CUDA device, or "
+                            "pipeline.placement = \"cpu\" or \"auto\"");
+    std::cout << "trainer: pipeline.placement = \"auto\": "
+              << describe(stage.error()) << "; the workers blur everything"
+              << std::endl;
+    return std::shared_ptr<cuda_blur_stage>{};
+  }
+  std::cout << "trainer: the blur stage can run on " << stage->device_name()
+            << " (pipeline.placement = \"" << to_string(placement) << "\")"
+            << std::endl;
+  return std::make_shared<cuda_blur_stage>(std::move(*stage));
+}
+
 } // namespace
 
 caf::expected<trainer_actor>
@@ -387,10 +442,13 @@ spawn_trainer(caf::actor_system& sys, const run_config& cfg,
     loaded->engine_state.clear(); // in the engine now
     resumed = std::make_shared<const checkpoint>(std::move(*loaded));
   }
+  auto gpu_blur = open_gpu_blur(cfg);
+  if (!gpu_blur)
+    return std::move(gpu_blur.error());
   std::shared_ptr<step_engine> shared = std::move(*engine);
   return sys.spawn<caf::detached>(trainer_fn, std::move(shared), cfg,
                                   std::move(router), std::move(pool),
-                                  std::move(resumed));
+                                  std::move(resumed), std::move(*gpu_blur));
 }
 
 } // namespace stoker

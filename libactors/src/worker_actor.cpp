@@ -116,9 +116,12 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
       try {
         if (setup.data.transforms.empty()) { // the article's fused stage
           batch = map_synthetic(setup.image, item);
-          if (setup.slowdown > 1.0)
-            waste_blur_work(setup.blur, batch, setup.slowdown - 1.0);
-          apply_blur_stage(setup.blur, batch);
+          // pipeline.placement: the trainer's GPU blurs this one.
+          if (!item.blur_on_trainer) {
+            if (setup.slowdown > 1.0)
+              waste_blur_work(setup.blur, batch, setup.slowdown - 1.0);
+            apply_blur_stage(setup.blur, batch);
+          }
         } else {
           bool test = item.part == split::test;
           if (test && !setup.test)

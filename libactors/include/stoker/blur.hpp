@@ -1,8 +1,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
 #include <caf/meta/type_name.hpp>
 
 #include "stoker/messages.hpp"
@@ -65,5 +69,38 @@ void blur_image_opencv(const float* src, float* dst, uint32_t height,
 /// threading is set per process by the node; see run_node).
 /// Throws std::invalid_argument if the batch is not float32 HWC.
 void apply_blur_stage(const blur_params& p, image_batch& batch);
+
+/// The same stage on a CUDA device (blur_cuda.cu; a build without CUDA
+/// sources has blur_cuda_none.cpp, whose open() says so): the trainer's
+/// half of `pipeline.placement = gpu|auto`. One CUDA stream, and pinned
+/// staging and device buffers grown to the largest batch seen, all owned
+/// here. Not thread-safe: one owner, the trainer's (detached) thread.
+class cuda_blur_stage {
+public:
+  /// Opens CUDA device `device`. The error says why not: no CUDA in this
+  /// build, no device or driver (CUDA's own words), or a failed call.
+  static caf::expected<cuda_blur_stage> open(int device = 0);
+
+  cuda_blur_stage(cuda_blur_stage&&) noexcept;
+  cuda_blur_stage& operator=(cuda_blur_stage&&) noexcept;
+  ~cuda_blur_stage();
+
+  /// apply_blur_stage's result computed on the GPU, in place in host
+  /// memory: a float32 HWC batch goes in, CHW comes out; the sigmas are
+  /// blur_sigma's draws, the border is reflect-101, as on the CPU. Returns
+  /// when the batch is back in `batch.data`. Errors (errc::bad_batch for a
+  /// batch that is not float32 HWC, errc::trainer_failure for a CUDA call)
+  /// name the batch and the call; every CUDA call is checked.
+  caf::error run(const blur_params& p, image_batch& batch);
+
+  /// The device's name and compute capability ("NVIDIA H200 (sm_90)").
+  const std::string& device_name() const noexcept;
+
+  struct impl; // blur_cuda.cu
+
+private:
+  explicit cuda_blur_stage(std::unique_ptr<impl> x) noexcept;
+  std::unique_ptr<impl> impl_;
+};
 
 } // namespace stoker

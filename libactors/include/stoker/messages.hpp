@@ -39,6 +39,9 @@ struct work_item {
   uint64_t batch_id = 0; ///< unique over the whole run
   std::vector<uint64_t> sample_ids;
   split part = split::train; ///< test: evaluated, not trained on
+  /// The article's blur stage runs on the trainer's GPU for this batch
+  /// (pipeline.placement): the worker sends it unblurred, HWC.
+  bool blur_on_trainer = false;
 };
 
 /// A batch of images. `data` is one contiguous buffer of
@@ -115,6 +118,9 @@ struct trainer_hello {
   bool resumed = false;     ///< it continued from a checkpoint
   uint64_t done_below = 0;        ///< every batch id below was trained on
   std::vector<uint64_t> done_ids; ///< and these
+  /// It opened a CUDA blur stage (pipeline.placement gpu or auto): the
+  /// router may send it unblurred batches.
+  bool gpu_blur = false;
 };
 
 /// Counters of one worker, for the run report.
@@ -148,6 +154,7 @@ struct trainer_stats {
   /// CAF 0.17's serializer turns NaN into -1 on the way between nodes.
   std::vector<double> epoch_train_loss;
   std::vector<double> epoch_test_accuracy;
+  uint64_t gpu_blurred_batches = 0; ///< blurred on its GPU (placement)
 };
 
 /// What the router knows when a run ends.
@@ -166,6 +173,12 @@ struct router_summary {
   uint32_t window_max = 0; ///< its ceiling (router.max-inflight-bytes)
   uint32_t window_changes = 0;
   std::string window_last_change; ///< why it last changed
+  std::string placement = "cpu";   ///< pipeline.placement
+  double gpu_share = 0.0; ///< batches leased for the trainer's GPU blur now
+  uint64_t batches_gpu_blur = 0;   ///< leased so, over the run
+  uint32_t placement_changes = 0;
+  std::string placement_last_change; ///< why the share last changed
+  std::string placement_reason;      ///< why it holds now
 };
 
 /// One worker as the router sees it now (for the console).
@@ -199,7 +212,7 @@ struct router_status {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_item& x) {
   return f(caf::meta::type_name("work_item"), x.epoch, x.batch_id,
-           x.sample_ids, x.part);
+           x.sample_ids, x.part, x.blur_on_trainer);
 }
 
 template <class Inspector>
@@ -221,7 +234,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_hello& x) {
   return f(caf::meta::type_name("trainer_hello"), x.prefetch, x.host,
-           x.checkpoints, x.resumed, x.done_below, x.done_ids);
+           x.checkpoints, x.resumed, x.done_below, x.done_ids, x.gpu_blur);
 }
 
 template <class Inspector>
@@ -237,7 +250,7 @@ typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
            x.rejected_batches, x.dropped_copies, x.resumed_samples,
            x.wait_ns, x.step_ns, x.last_loss, x.first_error,
            x.skipped_samples, x.skipped_examples, x.epoch_train_loss,
-           x.epoch_test_accuracy);
+           x.epoch_test_accuracy, x.gpu_blurred_batches);
 }
 
 template <class Inspector>
@@ -261,7 +274,9 @@ typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
            x.batches_released, x.batches_resumed, x.stopped_by,
            x.lost_workers,
            x.samples_expected, x.wall_ns, x.window, x.window_max,
-           x.window_changes, x.window_last_change);
+           x.window_changes, x.window_last_change, x.placement, x.gpu_share,
+           x.batches_gpu_blur, x.placement_changes, x.placement_last_change,
+           x.placement_reason);
 }
 
 // -- atoms (at most 10 characters each) --------------------------------------

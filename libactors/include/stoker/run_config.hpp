@@ -14,6 +14,7 @@
 #include "stoker/blur.hpp"
 #include "stoker/dataset.hpp"
 #include "stoker/epoch_source.hpp"
+#include "stoker/offload.hpp"
 #include "stoker/routing.hpp"
 #include "stoker/synthetic_mapper.hpp"
 
@@ -139,6 +140,9 @@ struct router_spec {
   std::chrono::milliseconds heartbeat_timeout{5000};
   /// With no live worker this long, the run fails (cluster.join-timeout).
   std::chrono::milliseconds no_worker_timeout{30000};
+  /// Where the article's blur stage runs (pipeline.placement): the router
+  /// marks each lease for the workers or for the trainer's GPU.
+  blur_placement placement = blur_placement::cpu;
 };
 
 /// The consoles of a head or local node (`console.*`): over TCP, and on
@@ -192,7 +196,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_spec& x) {
   return f(caf::meta::type_name("router_spec"), x.policy, x.window,
            x.max_inflight_bytes, x.idle_target, x.report_interval,
-           x.hedge_factor, x.heartbeat_timeout, x.no_worker_timeout);
+           x.hedge_factor, x.heartbeat_timeout, x.no_worker_timeout,
+           x.placement);
 }
 
 template <class Inspector>

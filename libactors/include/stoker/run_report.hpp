@@ -43,6 +43,13 @@ struct run_report {
   uint32_t window_max = 0;     ///< its ceiling from router.max-inflight-bytes
   uint32_t window_changes = 0;
   std::string window_last_change; ///< why the window last changed
+  std::string placement;          ///< pipeline.placement: cpu, gpu, auto
+  double gpu_share = 0.0;         ///< batches leased for GPU blur, at the end
+  uint64_t batches_gpu_blur = 0;  ///< leased for the trainer's GPU blur
+  uint64_t gpu_blurred_batches = 0; ///< blurred there (the trainer's count)
+  uint32_t placement_changes = 0;
+  std::string placement_last_change; ///< why the share last changed
+  std::string placement_reason;      ///< why it held at the end
   uint64_t rejected_batches = 0;
   std::string first_error;
   uint64_t skipped_files = 0; ///< unreadable or corrupt, left out

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <caf/expected.hpp>
@@ -43,6 +44,13 @@ public:
 
   /// True for the simulated accelerator: its output must say so.
   virtual bool simulated() const = 0;
+
+  /// The device time of the last step, measured on the device (CUDA
+  /// events) where there is one; nothing where only the host's clock can
+  /// tell (CPU, simulated).
+  virtual std::optional<uint64_t> last_device_ns() const {
+    return std::nullopt;
+  }
 
   /// The model and optimizer as bytes, for a checkpoint (empty for the
   /// simulated accelerator).

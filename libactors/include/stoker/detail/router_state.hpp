@@ -16,6 +16,7 @@
 #include "stoker/actors.hpp"
 #include "stoker/batch_id_set.hpp"
 #include "stoker/inflight_window.hpp"
+#include "stoker/offload.hpp"
 #include "stoker/routing.hpp"
 #include "stoker/trace_recorder.hpp"
 
@@ -60,6 +61,14 @@ struct router_state {
   std::unordered_map<uint64_t, lease> leases; // by batch id
   std::deque<uint64_t> recent_ns; // lease-to-ack times of the last batches
   router_summary summary;
+  // pipeline.placement: which leases go to the trainer's GPU unblurred,
+  // judged once per placement_period from the acks and worker reports.
+  offload_controller offload;
+  bool trainer_gpu = false;   // its hello said it has a CUDA blur stage
+  offload_signals period;     // acks summed since the period began
+  uint64_t period_started_ns = 0;
+  std::vector<uint64_t> busy_total;     // per worker: last busy_total_ns
+  std::vector<uint64_t> busy_at_period; // per worker: at the period's start
   clock_type::time_point started = clock_type::now(); // the table's clock
   clock_type::time_point run_started;
   caf::typed_response_promise<router_summary> run_promise;
