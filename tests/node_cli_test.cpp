@@ -160,6 +160,21 @@ BOOST_AUTO_TEST_CASE(gpu_placement_without_a_gpu_fails_naming_why_and_auto_runs_
   std::remove(report.c_str());
 }
 
+BOOST_AUTO_TEST_CASE(a_run_forced_onto_the_scalar_blur_delivers_every_sample) {
+  auto report = "/tmp/stoker-cli-scalar-" + std::to_string(::getpid())
+                + ".json";
+  auto o = run_node(small_run + " --pipeline.height=40 --pipeline.width=37 "
+                                "--pipeline.blur-impl=stoker "
+                                "--pipeline.blur-isa=scalar --report="
+                    + report);
+  BOOST_TEST(o.exit_code == 0);
+  std::stringstream json;
+  json << std::ifstream{report}.rdbuf();
+  BOOST_TEST(json.str().find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.str().find("\"rejected_batches\": 0,") != std::string::npos);
+  std::remove(report.c_str());
+}
+
 BOOST_AUTO_TEST_CASE(progress_lines_say_iteration_and_idle) {
   auto o = run_node(small_run + " --trainer.log-every=2");
   BOOST_TEST(o.exit_code == 0);

@@ -142,6 +142,25 @@ BOOST_AUTO_TEST_CASE(rejects_unknown_placement_and_gpu_placement_of_other_pipeli
   BOOST_TEST(((*ok)->router.placement == blur_placement::automatic));
 }
 
+BOOST_AUTO_TEST_CASE(blur_impl_and_isa_are_parsed_and_checked_against_the_cpu) {
+  BOOST_TEST(mentions(rejection({"--pipeline.blur-impl=fast"}),
+                      "pipeline.blur-impl = \"fast\": expected \"auto\", "
+                      "\"opencv\" or \"stoker\""));
+  BOOST_TEST(mentions(rejection({"--pipeline.blur-isa=sse2"}),
+                      "pipeline.blur-isa = \"sse2\": expected"));
+  BOOST_TEST(mentions(rejection({"--pipeline.blur-impl=opencv",
+                                 "--pipeline.blur-isa=avx2"}),
+                      "with pipeline.blur-impl = \"opencv\""));
+  auto ok = load({"--pipeline.blur-impl=stoker", "--pipeline.blur-isa=scalar"});
+  BOOST_REQUIRE(ok);
+  BOOST_TEST(((*ok)->blur.impl == blur_impl::stoker));
+  BOOST_TEST(((*ok)->blur.isa == cpu_isa::scalar));
+  for (auto isa : {cpu_isa::avx512, cpu_isa::avx2})
+    if (!cpu_supports(isa)) // a local run checks this machine's CPU
+      BOOST_TEST(mentions(rejection({"--pipeline.blur-isa=" + to_string(isa)}),
+                          "this CPU does not run it"));
+}
+
 BOOST_AUTO_TEST_CASE(rejects_unknown_device) {
   auto msg = rejection({"--trainer.device=tpu"});
   BOOST_TEST(mentions(msg, "trainer.device"));

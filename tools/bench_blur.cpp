@@ -1,4 +1,5 @@
-// stoker-bench-blur: images/s of the blur stage on one core, and of the
+// stoker-bench-blur: images/s of the blur stage on one core (Stoker's chain
+// on each ISA the CPU runs, OpenCV, and the FMA bound measured here), and of the
 // whole local pipeline (workers -> router -> sim trainer), measured side by
 // side in one run. Shared machines drift, so every row is measured in each
 // of several rounds, interleaved, and the medians are printed; ratios are
@@ -19,6 +20,8 @@
 
 #include "stoker/batch_check.hpp"
 #include "stoker/blur.hpp"
+#include "stoker/detail/blur_chain.hpp"
+#include "stoker/errors.hpp"
 #include "stoker/local_run.hpp"
 #include "stoker/node_config.hpp"
 #include "stoker/synthetic_mapper.hpp"
@@ -84,12 +87,18 @@ struct row {
 } // namespace
 
 int main(int argc, char** argv) {
+  // --stage-only: the blur stage's rows alone (tools/bench-peer prints them).
+  bool stage_only = argc > 1 && std::string{argv[1]} == "--stage-only";
+  if (stage_only) {
+    --argc;
+    ++argv;
+  }
   double min_seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
   uint32_t workers = argc > 2 ? static_cast<uint32_t>(std::atoi(argv[2])) : 2;
   int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
   if (min_seconds <= 0 || workers == 0 || rounds <= 0) {
-    std::fprintf(stderr, "usage: stoker-bench-blur [SECONDS>0 [WORKERS>0 "
-                         "[ROUNDS>0]]]\n");
+    std::fprintf(stderr, "usage: stoker-bench-blur [--stage-only] "
+                         "[SECONDS>0 [WORKERS>0 [ROUNDS>0]]]\n");
     return 2;
   }
   cv::setNumThreads(1);
@@ -103,13 +112,57 @@ int main(int argc, char** argv) {
   auto raw = stoker::map_synthetic(data, item_of(0, batch));
   // Each loop blurs a copy of the same input, made into a buffer it reuses
   // (so no page faults); the copy's own cost is measured and taken out.
-  auto blur_loop = [&] {
-    return [&, b = raw](uint64_t) mutable {
+  auto blur_loop_with = [&](stoker::blur_params params) {
+    return [&, params, b = raw](uint64_t) mutable {
       b.data = raw.data;
       b.order = raw.order;
-      stoker::apply_blur_stage(blur, b);
+      stoker::apply_blur_stage(params, b);
     };
   };
+  auto blur_loop = [&] { return blur_loop_with(blur); };
+  // Every implementation the stage can run here, and the FMA ceiling.
+  struct variant {
+    std::string name;
+    stoker::blur_params params;
+    std::vector<double> values;
+  };
+  std::vector<variant> variants;
+  for (auto isa : {stoker::cpu_isa::avx512, stoker::cpu_isa::avx2,
+                   stoker::cpu_isa::scalar})
+    if (stoker::cpu_supports(isa)) {
+      auto params = blur;
+      params.impl = stoker::blur_impl::stoker;
+      params.isa = isa;
+      variants.push_back({"  stoker chain, " + stoker::to_string(isa), params,
+                          {}});
+    }
+  {
+    auto params = blur;
+    params.impl = stoker::blur_impl::opencv;
+    variants.push_back({"  OpenCV sepFilter2D", params, {}});
+  }
+  auto chosen = stoker::resolve_blur(blur);
+  if (!chosen) {
+    std::fprintf(stderr, "bench: %s\n",
+                 stoker::describe(chosen.error()).c_str());
+    return 2;
+  }
+  double flops_per_image = 2.0 * blur.repeat * 2.0 * blur.kernel_size
+                           * data.height * data.width * data.channels;
+  auto best = stoker::best_cpu_isa();
+  auto fma_bound = [&] { // images/s if every cycle did vector FMAs
+    float sink[16];
+    uint64_t n = 1 << 22;
+    auto t0 = clock_type::now();
+    uint64_t flops = best == stoker::cpu_isa::avx512
+                       ? stoker::detail::fma_peak_avx512(n, sink)
+                     : best == stoker::cpu_isa::avx2
+                       ? stoker::detail::fma_peak_avx2(n, sink)
+                       : 0;
+    return static_cast<double>(flops) / seconds_since(t0) / flops_per_image;
+  };
+  row bound{"FMA bound (measured peak / FLOP per image)", {}};
+  std::vector<double> vs_opencv, vs_bound;
   auto copy_loop = [&, b = raw](uint64_t) mutable { b.data = raw.data; };
   // The reference: cv::GaussianBlur on an HWC image, 10 times, the way a
   // Python pipeline calls it.
@@ -128,7 +181,12 @@ int main(int argc, char** argv) {
   stoker::node_config cfg;
   caf::actor_system sys{cfg};
   row mapper{"mapper: synthetic standard-normal image", {}};
-  row stage{"blur stage: ToTensor + 10x blur (OpenCV)", {}};
+  std::string stage_name = "blur stage (auto: " + stoker::to_string(chosen->impl)
+                           + (chosen->impl == stoker::blur_impl::stoker
+                                ? " " + stoker::to_string(chosen->isa)
+                                : std::string{})
+                           + ")";
+  row stage{stage_name.c_str(), {}};
   row worker{"worker: mapper + blur stage + checksum", {}};
   row reference{"reference: cv::GaussianBlur on HWC, 10x", {}};
   row parallel{"blur stage on all workers' threads at once", {}};
@@ -138,10 +196,26 @@ int main(int argc, char** argv) {
     double copy = rate(batch, min_seconds / 2, copy_loop);
     // Remove the copy that keeps the input intact from the blur rows.
     auto net = [&](double gross) { return 1.0 / (1.0 / gross - 1.0 / copy); };
-    mapper.values.push_back(rate(batch, min_seconds, [&](uint64_t i) {
-      auto b = stoker::map_synthetic(data, item_of(i, batch));
-    }));
-    stage.values.push_back(net(rate(batch, min_seconds, blur_loop())));
+    if (!stage_only) {
+      mapper.values.push_back(rate(batch, min_seconds, [&](uint64_t i) {
+        auto b = stoker::map_synthetic(data, item_of(i, batch));
+      }));
+      stage.values.push_back(net(rate(batch, min_seconds, blur_loop())));
+    }
+    for (auto& v : variants)
+      v.values.push_back(
+        net(rate(batch, min_seconds, blur_loop_with(v.params))));
+    if (best != stoker::cpu_isa::scalar) {
+      bound.values.push_back(fma_bound());
+      vs_bound.push_back(variants.front().values.back()
+                         / bound.values.back());
+    }
+    vs_opencv.push_back(variants.front().values.back()
+                        / variants.back().values.back());
+    if (stage_only) {
+      std::fprintf(stderr, "round %d/%d done\n", round + 1, rounds);
+      continue;
+    }
     worker.values.push_back(rate(batch, min_seconds, [&](uint64_t i) {
       auto b = stoker::map_synthetic(data, item_of(i, batch));
       stoker::apply_blur_stage(blur, b);
@@ -180,8 +254,25 @@ int main(int argc, char** argv) {
   }
   std::printf("\n%-46s %10s\n", "row (one core unless noted), median",
               "images/s");
-  for (auto* x : {&mapper, &stage, &worker, &reference})
-    std::printf("%-46s %10.0f\n", x->name, median(x->values));
+  if (!stage_only) {
+    std::printf("%-46s %10.0f\n", mapper.name, median(mapper.values));
+    std::printf("%-46s %10.0f\n", stage.name, median(stage.values));
+  }
+  for (auto& v : variants)
+    std::printf("%-46s %10.0f\n", v.name.c_str(), median(v.values));
+  if (!bound.values.empty())
+    std::printf("%-46s %10.0f\n", bound.name, median(bound.values));
+  std::printf("%-46s %10.2f\n", ("  " + variants.front().name.substr(2)
+                                   + " / OpenCV").c_str(),
+              median(vs_opencv));
+  if (!vs_bound.empty())
+    std::printf("%-46s %10.2f\n", ("  " + variants.front().name.substr(2)
+                                     + " / FMA bound").c_str(),
+                median(vs_bound));
+  if (stage_only)
+    return 0;
+  std::printf("%-46s %10.0f\n", worker.name, median(worker.values));
+  std::printf("%-46s %10.0f\n", reference.name, median(reference.values));
   std::printf("%-46s %10.2f\n", "  blur stage / reference", median(vs_reference));
   std::printf("\n%u workers\n", workers);
   std::printf("%-46s %10.0f\n", pipeline.name, median(pipeline.values));

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include <opencv2/core.hpp>
@@ -104,8 +105,13 @@ int main(int argc, char** argv) {
     return 1;
   std::printf("%-52s %10.0f images/s\n", "CUDA blur stage (copies included)",
               median(gpu));
-  std::printf("%-52s %10.0f images/s\n", "CPU blur stage, one core (OpenCV)",
-              median(cpu));
+  auto choice = stoker::resolve_blur(blur);
+  auto cpu_name = "CPU blur stage, one core ("
+                  + (choice ? stoker::to_string(choice->impl) + " "
+                                + stoker::to_string(choice->isa)
+                            : std::string{"?"})
+                  + ")";
+  std::printf("%-52s %10.0f images/s\n", cpu_name.c_str(), median(cpu));
   std::printf("%-52s %10.1fx\n", "GPU / one CPU core", median(ratio));
   return 0;
 }

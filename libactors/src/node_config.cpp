@@ -146,6 +146,11 @@ node_config::node_config() {
     .add<int64_t>("num-classes", "label = id % num-classes (default 1000)")
     .add<int64_t>("blur-repeat", "GaussianBlur calls per image (default 10)")
     .add<int64_t>("blur-kernel", "odd kernel size (default 11)")
+    .add<string>("blur-impl", "CPU blur: auto (default: stoker where the "
+                              "CPU has AVX2/AVX-512, else opencv), opencv "
+                              "or stoker")
+    .add<string>("blur-isa", "the stoker blur's instruction set: auto "
+                             "(default), avx512, avx2 or scalar")
     .add<double>("sigma-min", "smallest sigma drawn (default 0.1)")
     .add<double>("sigma-max", "largest sigma drawn (default 2.0)")
     .add<string>("placement", "where the blur stage runs: cpu (default, "

@@ -329,6 +329,13 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   cfg.source.seed = cfg.synthetic.seed = cfg.blur.seed = seed;
   cfg.blur.sigma_min = static_cast<float>(sigma_min);
   cfg.blur.sigma_max = static_cast<float>(sigma_max);
+  r.choice("pipeline.blur-impl", cfg.blur.impl, parse_blur_impl,
+           "\"auto\", \"opencv\" or \"stoker\"");
+  r.choice("pipeline.blur-isa", cfg.blur.isa, parse_cpu_isa,
+           "\"auto\", \"avx512\", \"avx2\" or \"scalar\"");
+  if (auto choice = resolve_blur(cfg.blur);
+      !choice && (cfg.blur.impl == blur_impl::opencv || cfg.role == "local"))
+    r.fail(describe(choice.error())); // a worker node checks its own CPU
   if (cfg.blur.kernel_size % 2 == 0)
     r.fail("pipeline.blur-kernel = " + std::to_string(cfg.blur.kernel_size)
            + ": expected an odd kernel size (as GaussianBlur requires)");

@@ -185,8 +185,13 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
 } // namespace
 
 caf::error open_worker_data(worker_setup& setup) {
-  if (setup.data.transforms.empty())
-    return caf::none; // synthetic images, made from (seed, epoch, id)
+  if (setup.data.transforms.empty()) {
+    // Synthetic images, made from (seed, epoch, id), through the blur
+    // stage this node's CPU must be able to run.
+    if (auto choice = resolve_blur(setup.blur); !choice)
+      return std::move(choice.error());
+    return caf::none;
+  }
   auto train = open_dataset(setup.data, split::train, setup.image);
   if (!train)
     return std::move(train.error());

@@ -2,7 +2,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/error.hpp>
@@ -13,6 +15,34 @@
 
 namespace stoker {
 
+/// Which CPU blur runs the stage (`pipeline.blur-impl`).
+enum class blur_impl : uint8_t {
+  automatic = 0, ///< stoker where the CPU has AVX2 or AVX-512, else opencv
+  opencv = 1,    ///< OpenCV's sepFilter2D, one call per blur
+  stoker = 2,    ///< the hand-written chain (detail/blur_chain.hpp)
+};
+
+/// Which instruction set the hand-written chain uses (`pipeline.blur-isa`).
+enum class cpu_isa : uint8_t {
+  automatic = 0, ///< the widest this CPU runs
+  avx512 = 1,    ///< AVX-512F, 16 floats a vector
+  avx2 = 2,      ///< AVX2 with FMA, 8 floats a vector
+  scalar = 3,    ///< one float at a time: any CPU
+};
+
+/// Parses "auto", "opencv" or "stoker".
+std::optional<blur_impl> parse_blur_impl(std::string_view name);
+/// Parses "auto", "avx512", "avx2" or "scalar".
+std::optional<cpu_isa> parse_cpu_isa(std::string_view name);
+std::string to_string(blur_impl x);
+std::string to_string(cpu_isa x);
+
+/// Whether this CPU (and OS) runs `isa`; automatic and scalar always.
+bool cpu_supports(cpu_isa isa) noexcept;
+
+/// The widest ISA this CPU runs: avx512, avx2 or scalar.
+cpu_isa best_cpu_isa() noexcept;
+
 /// The blur stage of the article's pipeline: ToTensor (HWC -> CHW), then
 /// GaussianBlur(kernel_size) `repeat` times, each call with its own sigma
 /// drawn uniformly from [sigma_min, sigma_max] (torchvision's semantics).
@@ -22,13 +52,37 @@ struct blur_params {
   float sigma_min = 0.1f;
   float sigma_max = 2.0f;
   uint32_t repeat = 10;
+  blur_impl impl = blur_impl::automatic; ///< pipeline.blur-impl
+  cpu_isa isa = cpu_isa::automatic;      ///< pipeline.blur-isa (stoker)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, blur_params& x) {
   return f(caf::meta::type_name("blur_params"), x.seed, x.kernel_size,
-           x.sigma_min, x.sigma_max, x.repeat);
+           x.sigma_min, x.sigma_max, x.repeat, x.impl, x.isa);
 }
+
+/// What `p` runs as on this CPU: neither field automatic. Fails
+/// (errc::invalid_config) for an ISA this CPU lacks, naming it and what
+/// the CPU has, or for the opencv implementation with an ISA set.
+struct blur_choice {
+  blur_impl impl = blur_impl::opencv;
+  cpu_isa isa = cpu_isa::scalar; ///< meaningful for stoker only
+};
+caf::expected<blur_choice> resolve_blur(const blur_params& p);
+
+/// The hand-written chain on `planes` CHW planes of h x w at `chw`, in
+/// place: `calls` blurs, call c with the kernel_size taps at
+/// taps + c * kernel_size (symmetric, gaussian_kernel's), the same for every
+/// plane; reflect-101 borders. `isa` must be one the CPU runs (not
+/// automatic). Runs on the calling thread; kernel_size at most 99.
+/// `p` moved up to the next 64-byte boundary (at most 15 floats on):
+/// where vector loads and stores do not split cache lines.
+float* align64(float* p) noexcept;
+
+void blur_planes_stoker(float* chw, uint32_t height, uint32_t width,
+                        uint32_t planes, const float* taps,
+                        uint32_t kernel_size, uint32_t calls, cpu_isa isa);
 
 /// The normalized 1-D kernel exp(-x^2 / (2 sigma^2)), x = -r..r, r =
 /// kernel_size / 2, summing to 1 (computed in double, stored as float).
@@ -65,9 +119,12 @@ void blur_image_opencv(const float* src, float* dst, uint32_t height,
                        const std::vector<float>& kernel);
 
 /// Runs the whole stage on every image of `batch`, in place: the batch goes
-/// in HWC and comes out CHW. Runs on the calling thread (OpenCV's own
-/// threading is set per process by the node; see run_node).
-/// Throws std::invalid_argument if the batch is not float32 HWC.
+/// in HWC and comes out CHW, through resolve_blur(p)'s implementation (the
+/// two agree to 1e-5; the chain's ISAs agree bit for bit). Runs on the
+/// calling thread (OpenCV's own threading is set per process by the node;
+/// see run_node). Throws std::invalid_argument if the batch is not float32
+/// HWC or `p` does not resolve on this CPU (workers check it first: see
+/// open_worker_data).
 void apply_blur_stage(const blur_params& p, image_batch& batch);
 
 /// The same stage on a CUDA device (blur_cuda.cu; a build without CUDA

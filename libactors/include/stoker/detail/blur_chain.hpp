@@ -1,0 +1,47 @@
+#pragma once
+
+// The hand-written blur chain's entry points, one per instruction set
+// (blur_chain_avx512.cpp, blur_chain_avx2.cpp, blur_chain_scalar.cpp, each
+// compiled for its ISA from blur_chain_impl.hpp). Internal: callers go
+// through apply_blur_stage, which picks one the CPU can run. This header
+// declares plain functions only, so that no inline code compiled for a
+// wider ISA can leak into the rest of the program.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace stoker::detail {
+
+/// Floats of scratch one chain call needs for planes `width` wide and taps
+/// of `radius`: a ring of 2 * radius + 4 blurred rows, a padded row, and a
+/// tail vector.
+size_t blur_chain_scratch(uint32_t width, uint32_t radius) noexcept;
+
+/// Blurs the h x w plane at `plane` in place `calls` times: call c with the
+/// 2 * radius + 1 taps at taps + c * (2 * radius + 1), which must be
+/// symmetric (gaussian_kernel's are). Borders reflect-101. `scratch` holds
+/// blur_chain_scratch(w, radius) floats. Every ISA computes each pixel with
+/// the same operations in the same order (fused multiply-adds included),
+/// so all three give bit-identical results.
+using blur_chain_fn = void (*)(float* plane, uint32_t h, uint32_t w,
+                               const float* taps, uint32_t calls,
+                               uint32_t radius, float* scratch) noexcept;
+
+void blur_chain_avx512(float* plane, uint32_t h, uint32_t w,
+                       const float* taps, uint32_t calls, uint32_t radius,
+                       float* scratch) noexcept;
+void blur_chain_avx2(float* plane, uint32_t h, uint32_t w, const float* taps,
+                     uint32_t calls, uint32_t radius, float* scratch) noexcept;
+void blur_chain_scalar(float* plane, uint32_t h, uint32_t w,
+                       const float* taps, uint32_t calls, uint32_t radius,
+                       float* scratch) noexcept;
+
+/// The machine's fused multiply-add ceiling for the FLOP bound the blur
+/// benchmarks print: `iterations` rounds of 10 independent vector FMAs
+/// (enough in flight to hide their latency), written to `sink` so nothing
+/// is optimized away. Returns the floating-point operations done (2 per
+/// lane per FMA). Only on a CPU that runs the ISA.
+uint64_t fma_peak_avx512(uint64_t iterations, float* sink) noexcept;
+uint64_t fma_peak_avx2(uint64_t iterations, float* sink) noexcept;
+
+} // namespace stoker::detail

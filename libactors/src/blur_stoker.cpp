@@ -1,0 +1,152 @@
+#include "stoker/blur.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "stoker/detail/blur_chain.hpp"
+#include "stoker/errors.hpp"
+
+// Choosing and running the hand-written blur chain; the chain itself is in
+// blur_chain_{avx512,avx2,scalar}.cpp.
+
+namespace stoker {
+
+std::optional<blur_impl> parse_blur_impl(std::string_view name) {
+  if (name == "auto")
+    return blur_impl::automatic;
+  if (name == "opencv")
+    return blur_impl::opencv;
+  if (name == "stoker")
+    return blur_impl::stoker;
+  return std::nullopt;
+}
+
+std::optional<cpu_isa> parse_cpu_isa(std::string_view name) {
+  if (name == "auto")
+    return cpu_isa::automatic;
+  if (name == "avx512")
+    return cpu_isa::avx512;
+  if (name == "avx2")
+    return cpu_isa::avx2;
+  if (name == "scalar")
+    return cpu_isa::scalar;
+  return std::nullopt;
+}
+
+std::string to_string(blur_impl x) {
+  switch (x) {
+    case blur_impl::automatic:
+      return "auto";
+    case blur_impl::opencv:
+      return "opencv";
+    case blur_impl::stoker:
+      return "stoker";
+  }
+  return "?";
+}
+
+std::string to_string(cpu_isa x) {
+  switch (x) {
+    case cpu_isa::automatic:
+      return "auto";
+    case cpu_isa::avx512:
+      return "avx512";
+    case cpu_isa::avx2:
+      return "avx2";
+    case cpu_isa::scalar:
+      return "scalar";
+  }
+  return "?";
+}
+
+bool cpu_supports(cpu_isa isa) noexcept {
+  // GCC's CPU model checks the OS saves the vector state (XCR0) too.
+  switch (isa) {
+    case cpu_isa::avx512:
+      return __builtin_cpu_supports("avx512f");
+    case cpu_isa::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case cpu_isa::automatic:
+    case cpu_isa::scalar:
+      return true;
+  }
+  return false;
+}
+
+cpu_isa best_cpu_isa() noexcept {
+  for (auto isa : {cpu_isa::avx512, cpu_isa::avx2})
+    if (cpu_supports(isa))
+      return isa;
+  return cpu_isa::scalar;
+}
+
+caf::expected<blur_choice> resolve_blur(const blur_params& p) {
+  blur_choice out;
+  if (p.impl == blur_impl::opencv) {
+    if (p.isa != cpu_isa::automatic)
+      return make_error(errc::invalid_config,
+                        "pipeline.blur-isa = \"" + to_string(p.isa)
+                          + "\" with pipeline.blur-impl = \"opencv\": the "
+                            "ISA chooses among the stoker chain's paths; "
+                            "expected \"auto\" or pipeline.blur-impl = "
+                            "\"stoker\"");
+    return out;
+  }
+  if (p.isa != cpu_isa::automatic && !cpu_supports(p.isa))
+    return make_error(errc::invalid_config,
+                      "pipeline.blur-isa = \"" + to_string(p.isa)
+                        + "\": this CPU does not run it (it runs \""
+                        + to_string(best_cpu_isa())
+                        + "\" at best); expected \"auto\" or one it runs");
+  out.isa = p.isa == cpu_isa::automatic ? best_cpu_isa() : p.isa;
+  // Auto: the chain where it has vectors (measured faster than OpenCV by
+  // tools/bench-peer's stage rows), OpenCV's SIMD where it has none.
+  out.impl = p.impl == blur_impl::automatic && out.isa == cpu_isa::scalar
+               ? blur_impl::opencv
+               : blur_impl::stoker;
+  return out;
+}
+
+float* align64(float* p) noexcept {
+  auto at = reinterpret_cast<uintptr_t>(p);
+  return p + ((64 - at % 64) % 64) / sizeof(float);
+}
+
+void blur_planes_stoker(float* chw, uint32_t height, uint32_t width,
+                        uint32_t planes, const float* taps,
+                        uint32_t kernel_size, uint32_t calls, cpu_isa isa) {
+  if (kernel_size % 2 == 0 || kernel_size > 99)
+    throw std::invalid_argument("stoker blur: kernel size "
+                                + std::to_string(kernel_size)
+                                + ", expected an odd size up to 99");
+  detail::blur_chain_fn run = nullptr;
+  switch (isa) {
+    case cpu_isa::avx512:
+      run = detail::blur_chain_avx512;
+      break;
+    case cpu_isa::avx2:
+      run = detail::blur_chain_avx2;
+      break;
+    case cpu_isa::scalar:
+      run = detail::blur_chain_scalar;
+      break;
+    case cpu_isa::automatic:
+      break;
+  }
+  if (run == nullptr || !cpu_supports(isa))
+    throw std::invalid_argument("stoker blur: ISA \"" + to_string(isa)
+                                + "\" does not run here (this CPU runs \""
+                                + to_string(best_cpu_isa()) + "\" at best)");
+  uint32_t radius = kernel_size / 2;
+  // 64-byte aligned, so that the ring's full-vector stores never split a
+  // cache line.
+  std::vector<float> scratch(detail::blur_chain_scratch(width, radius) + 16);
+  float* aligned = align64(scratch.data());
+  size_t plane = size_t{height} * width;
+  for (uint32_t c = 0; c < planes; ++c)
+    run(chw + c * plane, height, width, taps, calls, radius, aligned);
+}
+
+} // namespace stoker
