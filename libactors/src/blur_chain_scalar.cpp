@@ -28,7 +28,7 @@ namespace stoker::detail {
 
 size_t blur_chain_scratch(uint32_t width, uint32_t radius) noexcept {
   size_t stride = (size_t{width} + 15) / 16 * 16;
-  size_t k = 2 * size_t{radius} + 4; // ring rows (blocks of four)
+  size_t k = 2 * size_t{radius} + 6; // ring rows (blocks of up to six)
   return k * stride + stride + 2 * radius + 16 + 16;
 }
 

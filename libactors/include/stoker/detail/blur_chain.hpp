@@ -13,7 +13,7 @@
 namespace stoker::detail {
 
 /// Floats of scratch one chain call needs for planes `width` wide and taps
-/// of `radius`: a ring of 2 * radius + 4 blurred rows, a padded row, and a
+/// of `radius`: a ring of 2 * radius + 6 blurred rows, a padded row, and a
 /// tail vector.
 size_t blur_chain_scratch(uint32_t width, uint32_t radius) noexcept;
 
