@@ -34,6 +34,16 @@ float blur_sigma(const blur_params& p, uint64_t epoch, uint64_t sample,
   return p.sigma_min + (p.sigma_max - p.sigma_min) * rng.uniform(call);
 }
 
+void blur_taps(const blur_params& p, uint64_t epoch, uint64_t sample,
+               float* out) {
+  for (uint32_t call = 0; call < p.repeat; ++call) {
+    auto kernel = gaussian_kernel(blur_sigma(p, epoch, sample, call),
+                                  p.kernel_size);
+    std::copy(kernel.begin(), kernel.end(),
+              out + size_t{call} * p.kernel_size);
+  }
+}
+
 void hwc_to_chw(const float* src, float* dst, uint32_t height, uint32_t width,
                 uint32_t channels) noexcept {
   // One output plane at a time: sequential writes, strided reads, which
@@ -139,13 +149,7 @@ void blur_stage_stoker(const blur_params& p, cpu_isa isa,
   for (size_t i = 0; i < batch.size(); ++i) {
     float* img = batch.image(i);
     hwc_to_chw(img, planes, batch.height, batch.width, batch.channels);
-    for (uint32_t call = 0; call < p.repeat; ++call) {
-      auto kernel = gaussian_kernel(
-        blur_sigma(p, batch.epoch, batch.sample_ids[i], call), p.kernel_size);
-      std::copy(kernel.begin(), kernel.end(),
-                taps.begin() + static_cast<std::ptrdiff_t>(call)
-                                 * p.kernel_size);
-    }
+    blur_taps(p, batch.epoch, batch.sample_ids[i], taps.data());
     blur_planes_stoker(planes, batch.height, batch.width, batch.channels,
                        taps.data(), p.kernel_size, p.repeat, isa);
     std::copy(planes, planes + batch.image_elements(), img);

@@ -236,14 +236,8 @@ caf::error cuda_blur_stage::run(const blur_params& p, image_batch& batch) {
   size_t weight_count = batch.size() * p.repeat * p.kernel_size;
   x.host_weights.resize(weight_count);
   for (size_t i = 0; i < batch.size(); ++i)
-    for (uint32_t call = 0; call < p.repeat; ++call) {
-      auto taps = gaussian_kernel(
-        blur_sigma(p, batch.epoch, batch.sample_ids[i], call), p.kernel_size);
-      std::copy(taps.begin(), taps.end(),
-                x.host_weights.begin()
-                  + static_cast<std::ptrdiff_t>((i * p.repeat + call)
-                                                * p.kernel_size));
-    }
+    blur_taps(p, batch.epoch, batch.sample_ids[i],
+              x.host_weights.data() + i * p.repeat * p.kernel_size);
   if (total > x.image_capacity) { // all three at once, or none
     x.image_capacity = 0;
     size_t input_floats = 0, planes_floats = 0, scratch_floats = 0;

@@ -93,6 +93,13 @@ std::vector<float> gaussian_kernel(float sigma, uint32_t kernel_size);
 float blur_sigma(const blur_params& p, uint64_t epoch, uint64_t sample,
                  uint32_t call) noexcept;
 
+/// The taps of every blur call on one sample, call after call: `p.repeat`
+/// kernels of `p.kernel_size` floats written to `out`, each
+/// gaussian_kernel(blur_sigma(p, epoch, sample, call)). What the chain and
+/// the CUDA stage take.
+void blur_taps(const blur_params& p, uint64_t epoch, uint64_t sample,
+               float* out);
+
 /// ToTensor's reordering: `src` HWC to `dst` CHW (no scaling: the synthetic
 /// images are already float). `src` and `dst` must not overlap.
 void hwc_to_chw(const float* src, float* dst, uint32_t height, uint32_t width,
