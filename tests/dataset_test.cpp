@@ -14,6 +14,7 @@
 #include "stoker/image_folder.hpp"
 #include "stoker/local_run.hpp"
 #include "stoker/node_config.hpp"
+#include "stoker/registry.hpp"
 #include "stoker/sample_mapper.hpp"
 
 #include "real_data.hpp"
@@ -40,10 +41,10 @@ void export_small_set(const std::string& root, uint64_t n) {
 
 data_spec folder_spec(const std::string& root) {
   data_spec d;
-  d.kind = source_kind::image_folder;
+  d.source = *parse_entry("image-folder");
   d.data = root;
   for (auto text : {"decode(1)", "resize(16, 16)", "to-tensor"})
-    d.transforms.push_back(*parse_transform(text));
+    d.transforms.push_back(*parse_entry(text));
   return d;
 }
 
@@ -77,17 +78,21 @@ BOOST_AUTO_TEST_CASE(a_corrupt_file_is_skipped_and_named_not_fatal) {
   export_small_set(dir.path, 40);
   auto data = folder_spec(dir.path);
   source_spec source;
-  BOOST_REQUIRE(!resolve_data(data, source, synthetic_spec{}));
+  BOOST_REQUIRE(!resolve_data(data, source, synthetic_spec{},
+                              builtin_registry()));
   BOOST_TEST(source.dataset_size == 41u);
   BOOST_TEST(data.num_classes == 10u);
   BOOST_TEST(data.output.height == 16u);
   BOOST_TEST(data.output.channels == 1u);
-  auto opened = open_dataset(data, split::train, synthetic_spec{});
+  auto opened = open_dataset(data, split::train, synthetic_spec{},
+                              builtin_registry());
   BOOST_REQUIRE(opened);
   work_item item;
   for (uint64_t i = 0; i < 41; ++i)
     item.sample_ids.push_back(i);
-  auto batch = map_samples(**opened, data.transforms, data.output, 0, item);
+  auto chain = transform_chain::bind(data.transforms, builtin_registry());
+  BOOST_REQUIRE(chain);
+  auto batch = map_samples(**opened, *chain, data.output, 0, item);
   BOOST_TEST(batch.size() == 40u);
   BOOST_REQUIRE(batch.skipped_ids.size() == 1u);
   BOOST_TEST(has(batch.skipped_names[0], "zz-corrupt.png"));
@@ -102,14 +107,17 @@ BOOST_AUTO_TEST_CASE(a_worker_whose_files_differ_from_the_heads_is_refused) {
   export_small_set(dir.path, 20);
   auto data = folder_spec(dir.path);
   source_spec source;
-  BOOST_REQUIRE(!resolve_data(data, source, synthetic_spec{}));
+  BOOST_REQUIRE(!resolve_data(data, source, synthetic_spec{},
+                              builtin_registry()));
   std::filesystem::rename(dir.path + "/3-dress/zz-corrupt.png",
                           dir.path + "/3-dress/renamed.png");
-  auto opened = open_dataset(data, split::train, synthetic_spec{});
+  auto opened = open_dataset(data, split::train, synthetic_spec{},
+                              builtin_registry());
   BOOST_REQUIRE(!opened);
   BOOST_TEST(has(describe(opened.error()), "other files here than on the head"));
   std::filesystem::remove(dir.path + "/3-dress/renamed.png");
-  opened = open_dataset(data, split::train, synthetic_spec{});
+  opened = open_dataset(data, split::train, synthetic_spec{},
+                              builtin_registry());
   BOOST_REQUIRE(!opened);
   BOOST_TEST(has(describe(opened.error()), "20 files"));
 }
@@ -117,19 +125,21 @@ BOOST_AUTO_TEST_CASE(a_worker_whose_files_differ_from_the_heads_is_refused) {
 BOOST_AUTO_TEST_CASE(a_limit_takes_a_fixed_subset_of_every_class) {
   require_fashion_mnist();
   data_spec data;
-  data.kind = source_kind::idx;
+  data.source = *parse_entry("idx");
   data.data = fashion_mnist_dir;
   data.train_limit = 1000;
   data.eval = true;
   data.eval_limit = 500;
   source_spec source;
   source.seed = 3;
-  BOOST_REQUIRE(!resolve_data(data, source, synthetic_spec{}));
+  BOOST_REQUIRE(!resolve_data(data, source, synthetic_spec{},
+                              builtin_registry()));
   BOOST_TEST(source.dataset_size == 1000u);
   BOOST_TEST(source.eval_size == 500u);
   BOOST_TEST(data.output.height == 28u);
   BOOST_TEST(data.transforms.size() == 1u); // to-tensor by default
-  auto train = open_dataset(data, split::train, synthetic_spec{});
+  auto train = open_dataset(data, split::train, synthetic_spec{},
+                              builtin_registry());
   BOOST_REQUIRE(train);
   std::vector<int> per_class(10);
   for (uint64_t i = 0; i < 1000; ++i)
@@ -141,7 +151,7 @@ BOOST_AUTO_TEST_CASE(a_limit_takes_a_fixed_subset_of_every_class) {
 BOOST_AUTO_TEST_CASE(bad_data_settings_name_the_key_and_the_path) {
   auto refuse = [](std::vector<std::string> args) {
     node_config cfg;
-    auto r = cfg.load(args);
+    auto r = cfg.load(args, builtin_registry());
     BOOST_REQUIRE(!r);
     return describe(r.error());
   };
@@ -149,7 +159,8 @@ BOOST_AUTO_TEST_CASE(bad_data_settings_name_the_key_and_the_path) {
   BOOST_TEST(has(refuse({"--pipeline.source=idx", "--pipeline.data=/nope"}),
                  "pipeline.data = \"/nope\""));
   BOOST_TEST(has(refuse({"--pipeline.source=images"}),
-                 "\"synthetic\", \"idx\" or \"image-folder\""));
+                 "pipeline.source = \"images\": unknown source 'images'; "
+                 "expected synthetic, idx or image-folder"));
   BOOST_TEST(has(refuse({"--trainer.eval"}), "has no test split"));
   scratch_dir empty{"folder-empty"};
   BOOST_TEST(has(refuse({"--pipeline.source=image-folder",
@@ -157,7 +168,12 @@ BOOST_AUTO_TEST_CASE(bad_data_settings_name_the_key_and_the_path) {
                  "no class sub-directories"));
   BOOST_TEST(has(refuse({"--pipeline.transforms=[\"blur\"]"}),
                  "unknown transform 'blur'"));
-  BOOST_TEST(has(refuse({"--trainer.model=resnet"}), "\"vit\" or \"cnn\""));
+  BOOST_TEST(has(refuse({"--trainer.model=resnet"}),
+                 "unknown model 'resnet'; expected vit or cnn"));
+  BOOST_TEST(has(refuse({"--trainer.model=cnn(3)"}),
+                 "trainer.model = \"cnn(3)\": 1 argument(s); usage: cnn"));
+  BOOST_TEST(has(refuse({"--pipeline.source=idx(", "--pipeline.data=/x"}),
+                 "closing parenthesis"));
 }
 
 BOOST_AUTO_TEST_CASE(the_export_tool_writes_class_folders_and_checks_its_arguments) {
@@ -191,10 +207,11 @@ BOOST_AUTO_TEST_CASE(a_run_over_a_folder_with_a_corrupt_file_completes) {
      "\"horizontal-flip\", \"to-tensor\"]",
      "--pipeline.batch-size=32", "--pipeline.epochs=2", "--trainer.model=cnn",
      "--trainer.device=cpu", "--trainer.lr=0.01", "--trainer.threads=1",
-     "--worker.count=2", "--trainer.log-every=1000"});
+     "--worker.count=2", "--trainer.log-every=1000"},
+    builtin_registry());
   BOOST_REQUIRE_MESSAGE(loaded, why(loaded));
   caf::actor_system sys{cfg};
-  auto r = run_local(sys, **loaded);
+  auto r = run_local(sys, **loaded, builtin_registry());
   BOOST_REQUIRE_MESSAGE(r, why(r));
   BOOST_TEST(r->missing == 0u);
   BOOST_TEST(r->duplicates == 0u);

@@ -7,6 +7,7 @@
 #include "stoker/errors.hpp"
 #include "stoker/local_run.hpp"
 #include "stoker/node_config.hpp"
+#include "stoker/registry.hpp"
 
 #include "node_processes.hpp"
 #include "real_data.hpp"
@@ -18,10 +19,10 @@ namespace {
 
 caf::expected<run_report> run(std::vector<std::string> args) {
   node_config cfg;
-  auto loaded = cfg.load(args);
+  auto loaded = cfg.load(args, builtin_registry());
   BOOST_REQUIRE_MESSAGE(loaded, why(loaded));
   caf::actor_system sys{cfg};
-  return run_local(sys, **loaded);
+  return run_local(sys, **loaded, builtin_registry());
 }
 
 } // namespace

@@ -5,6 +5,7 @@
 #include "stoker/errors.hpp"
 #include "stoker/local_run.hpp"
 #include "stoker/node_config.hpp"
+#include "stoker/registry.hpp"
 
 using namespace stoker;
 
@@ -21,11 +22,11 @@ caf::expected<run_report> run(std::vector<std::string> extra) {
   auto args = small;
   args.insert(args.end(), extra.begin(), extra.end());
   node_config cfg;
-  auto loaded = cfg.load(args);
+  auto loaded = cfg.load(args, builtin_registry());
   BOOST_REQUIRE(loaded);
   BOOST_REQUIRE(loaded->has_value());
   caf::actor_system sys{cfg};
-  return run_local(sys, **loaded);
+  return run_local(sys, **loaded, builtin_registry());
 }
 
 void require_exactly_once(const run_report& r, uint64_t samples) {

@@ -8,6 +8,7 @@
 
 #include "stoker/errors.hpp"
 #include "stoker/node_config.hpp"
+#include "stoker/registry.hpp"
 
 using namespace stoker;
 
@@ -24,7 +25,7 @@ load(std::vector<std::string> args, const std::string& ini = {}) {
     std::ofstream{path} << ini;
     args.push_back("--config-file=" + path);
   }
-  return cfg.load(args);
+  return cfg.load(args, builtin_registry());
 }
 
 // The message of a config that must be rejected.

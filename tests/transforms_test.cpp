@@ -4,11 +4,23 @@
 
 #include "stoker/blur.hpp"
 #include "stoker/errors.hpp"
-#include "stoker/transforms.hpp"
+#include "stoker/transform_chain.hpp"
 
 using namespace stoker;
 
 namespace {
+
+const registry builtins = builtin_registry();
+
+// An entry parsed and checked as a config file's pipeline.transforms is.
+caf::expected<transform_spec> parse_transform(const std::string& text) {
+  auto parsed = parse_entry(text);
+  if (!parsed)
+    return std::move(parsed.error());
+  if (auto err = builtins.check_transform(*parsed, "pipeline.transforms"))
+    return err;
+  return parsed;
+}
 
 std::vector<transform_spec> chain_of(std::vector<std::string> texts) {
   std::vector<transform_spec> out;
@@ -22,7 +34,7 @@ std::vector<transform_spec> chain_of(std::vector<std::string> texts) {
 
 std::string chain_error(std::vector<std::string> texts, image_shape in,
                         bool encoded = false) {
-  auto r = check_chain(chain_of(std::move(texts)), in, encoded);
+  auto r = check_chain(chain_of(std::move(texts)), in, encoded, builtins);
   BOOST_REQUIRE(!r);
   return describe(r.error());
 }
@@ -79,21 +91,21 @@ BOOST_AUTO_TEST_CASE(entries_parse_into_names_and_numbers) {
 BOOST_AUTO_TEST_CASE(a_chain_says_what_shape_comes_out) {
   auto out = check_chain(chain_of({"random-crop(28, 4)", "horizontal-flip",
                                    "to-tensor", "normalize(0.28, 0.35)"}),
-                         {28, 28, 1}, false);
+                         {28, 28, 1}, false, builtins);
   BOOST_REQUIRE(out);
   BOOST_TEST(out->height == 28u);
   BOOST_TEST(out->channels == 1u);
   auto folder = check_chain(chain_of({"decode", "resize(40)",
                                       "center-crop(32)", "to-tensor"}),
-                            {}, true);
+                            {}, true, builtins);
   BOOST_REQUIRE(folder);
   BOOST_TEST(folder->width == 32u);
   BOOST_TEST(folder->channels == 3u);
-  auto gray = check_chain(chain_of({"decode(1)", "resize(16, 8)"}), {}, true);
+  auto gray = check_chain(chain_of({"decode(1)", "resize(16, 8)"}), {}, true, builtins);
   BOOST_REQUIRE(gray);
   BOOST_TEST(gray->channels == 1u);
   BOOST_TEST(gray->width == 8u);
-  auto shorter = check_chain(chain_of({"resize(14)"}), {28, 56, 1}, false);
+  auto shorter = check_chain(chain_of({"resize(14)"}), {28, 56, 1}, false, builtins);
   BOOST_REQUIRE(shorter);
   BOOST_TEST(shorter->width == 28u);
 }
@@ -124,7 +136,8 @@ BOOST_AUTO_TEST_CASE(eval_chain_drops_augmentation) {
   auto eval = eval_chain_of(chain_of(
     {"decode", "random-resized-crop(24)", "random-crop(24, 2)",
      "horizontal-flip", "to-tensor", "gaussian-blur(3)",
-     "normalize(0.5, 0.2)"}));
+     "normalize(0.5, 0.2)"}),
+    builtins);
   std::vector<std::string> names;
   for (auto& t : eval)
     names.push_back(t.name);
@@ -226,7 +239,7 @@ BOOST_AUTO_TEST_CASE(decode_gives_rgb_and_refuses_junk) {
   BOOST_TEST(gray.channels() == 1);
   BOOST_TEST(decode_image({'n', 'o', 'p', 'e'}, false).empty());
   auto chain = chain_of({"decode", "to-tensor"});
-  auto r = apply_chain(chain, sample_input{{'n', 'o'}, {}}, draw_key{});
+  auto r = apply_chain(chain, sample_input{{'n', 'o'}, {}}, draw_key{}, builtins);
   BOOST_REQUIRE(!r);
   BOOST_TEST(is(r.error(), errc::io_failure));
 }
@@ -236,9 +249,9 @@ BOOST_AUTO_TEST_CASE(a_chain_is_a_pure_function_of_seed_epoch_and_sample) {
                          "gaussian-blur(3, 0.5, 1.5, 2)",
                          "normalize(0.5, 0.25)"});
   auto img = counting(6, 6, CV_8UC1);
-  auto a = apply_chain(chain, sample_input{{}, img}, draw_key{1, 2, 3});
-  auto b = apply_chain(chain, sample_input{{}, img.clone()}, draw_key{1, 2, 3});
-  auto c = apply_chain(chain, sample_input{{}, img}, draw_key{1, 3, 3});
+  auto a = apply_chain(chain, sample_input{{}, img}, draw_key{1, 2, 3}, builtins);
+  auto b = apply_chain(chain, sample_input{{}, img.clone()}, draw_key{1, 2, 3}, builtins);
+  auto c = apply_chain(chain, sample_input{{}, img}, draw_key{1, 3, 3}, builtins);
   BOOST_REQUIRE(a);
   BOOST_REQUIRE(b);
   BOOST_REQUIRE(c);
@@ -248,7 +261,7 @@ BOOST_AUTO_TEST_CASE(a_chain_is_a_pure_function_of_seed_epoch_and_sample) {
   // The blur entry's sigmas come from its own stage (entry 3).
   auto blur_only = chain_of({"to-tensor", "gaussian-blur(3, 0.5, 1.5)"});
   auto f = to_float(img);
-  auto got = apply_chain(blur_only, sample_input{{}, img}, draw_key{0, 0, 7});
+  auto got = apply_chain(blur_only, sample_input{{}, img}, draw_key{0, 0, 7}, builtins);
   BOOST_REQUIRE(got);
   counter_rng stage{{0, 0, 7, static_cast<rng_stage>(
                                 static_cast<uint32_t>(rng_stage::transforms)

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "stoker/errors.hpp"
+#include "stoker/registry.hpp"
 #include "stoker/step_engine.hpp"
 #include "stoker/synthetic_mapper.hpp"
 #include "stoker/vit.hpp"
@@ -53,7 +54,7 @@ BOOST_AUTO_TEST_CASE(sgd_steps_lower_the_loss_on_a_repeated_batch) {
   spec.device = device_kind::cpu;
   spec.lr = 0.01;
   spec.model = tiny();
-  auto engine = make_torch_engine(spec);
+  auto engine = make_torch_engine(spec, builtin_registry());
   BOOST_REQUIRE(engine);
   BOOST_TEST(!(*engine)->simulated());
   BOOST_TEST((*engine)->device() == "cpu");
@@ -89,9 +90,9 @@ BOOST_AUTO_TEST_CASE(a_restored_engine_takes_the_same_next_step) {
   auto batch = map_synthetic(data, item);
   batch.order = layout::chw;
   torch::manual_seed(1);
-  auto a = make_torch_engine(spec);
+  auto a = make_torch_engine(spec, builtin_registry());
   torch::manual_seed(2);
-  auto b = make_torch_engine(spec);
+  auto b = make_torch_engine(spec, builtin_registry());
   BOOST_REQUIRE(a && b);
   for (int i = 0; i < 3; ++i)
     BOOST_REQUIRE((*a)->step(batch)); // momentum buffers are non-zero now
@@ -121,7 +122,7 @@ BOOST_AUTO_TEST_CASE(cuda_device_without_gpu_is_a_clear_error) {
   trainer_spec spec;
   spec.device = device_kind::cuda;
   spec.model = tiny();
-  auto engine = make_torch_engine(spec);
+  auto engine = make_torch_engine(spec, builtin_registry());
   BOOST_REQUIRE(!engine);
   BOOST_TEST(describe(engine.error()).find("trainer.device = \"cuda\"")
              != std::string::npos);

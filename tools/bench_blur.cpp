@@ -24,6 +24,7 @@
 #include "stoker/errors.hpp"
 #include "stoker/local_run.hpp"
 #include "stoker/node_config.hpp"
+#include "stoker/registry.hpp"
 #include "stoker/synthetic_mapper.hpp"
 
 namespace {
@@ -231,16 +232,18 @@ int main(int argc, char** argv) {
     auto size = static_cast<int>(
       std::max(256.0, parallel.values.back() * 2 * min_seconds));
     stoker::node_config run_cfg;
+    auto reg = stoker::builtin_registry();
     auto loaded = run_cfg.load(
       {"--trainer.device=sim", "--trainer.sim-step-ms=1",
        "--trainer.log-every=1000000", "--pipeline.batch-size=32",
        "--pipeline.dataset-size=" + std::to_string(size),
-       "--worker.count=" + std::to_string(workers)});
+       "--worker.count=" + std::to_string(workers)},
+      reg);
     if (!loaded || !*loaded) {
       std::fprintf(stderr, "bench: bad pipeline config\n");
       return 2;
     }
-    auto report = stoker::run_local(sys, **loaded);
+    auto report = stoker::run_local(sys, **loaded, reg);
     if (!report || !report->exactly_once()) {
       std::fprintf(stderr, "bench: the pipeline failed or lost samples\n");
       return 1;

@@ -33,6 +33,7 @@
 #include "stoker/batch_frame.hpp"
 #include "stoker/errors.hpp"
 #include "stoker/node_config.hpp"
+#include "stoker/registry.hpp"
 #include "stoker/routing.hpp"
 #include "stoker/synthetic_mapper.hpp"
 
@@ -133,7 +134,8 @@ int main(int argc, char** argv) {
   }
   auto config = [] {
     auto cfg = std::make_unique<stoker::node_config>();
-    auto loaded = cfg->load({"--role=trainer", "--cluster.head=127.0.0.1:1"});
+    auto loaded = cfg->load({"--role=trainer", "--cluster.head=127.0.0.1:1"},
+                            stoker::builtin_registry());
     if (!loaded)
       std::abort();
     return cfg;

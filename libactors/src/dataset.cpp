@@ -1,12 +1,10 @@
 #include "stoker/dataset.hpp"
 
-#include <algorithm>
-#include <filesystem>
+#include <exception>
 
 #include "stoker/errors.hpp"
-#include "stoker/idx_file.hpp"
-#include "stoker/image_folder.hpp"
-#include "stoker/permutation.hpp"
+#include "stoker/registry.hpp"
+#include "stoker/transform_chain.hpp"
 
 namespace stoker {
 
@@ -16,293 +14,80 @@ caf::error bad(const std::string& what) {
   return make_error(errc::invalid_config, what);
 }
 
-// The samples a limit keeps: the first `limit` of a seeded permutation of
-// the whole split (a class-sorted folder's first N would hold few classes),
-// or every sample in order without a limit.
-class subset {
-public:
-  subset(uint64_t total, uint64_t limit, uint64_t seed)
-    : size_(limit == 0 || limit >= total ? total : limit),
-      order_(total, mix64(seed ^ 0x5ab5e75ab5e7ull)),
-      shuffled_(size_ < total) {
-    // nop
-  }
-
-  uint64_t size() const noexcept { return size_; }
-
-  uint64_t operator()(uint64_t i) const noexcept {
-    return shuffled_ ? order_(i) : i;
-  }
-
-private:
-  uint64_t size_;
-  permutation order_;
-  bool shuffled_;
-};
-
-// The IDX files of one split, plain or gzip.
-std::string idx_path(const std::string& dir, split which, bool images) {
-  std::string name = std::string{which == split::train ? "train" : "t10k"}
-                     + (images ? "-images-idx3-ubyte" : "-labels-idx1-ubyte");
-  auto plain = (std::filesystem::path{dir} / name).string();
-  std::error_code ec;
-  return std::filesystem::exists(plain, ec) ? plain : plain + ".gz";
+// A user's source that throws is an error naming it, not a crash.
+caf::error threw(const data_spec& data, const char* what,
+                 const std::exception& e) {
+  return bad("pipeline.source = \"" + data.source.text + "\": its " + what
+             + " function threw: " + e.what());
 }
 
-class idx_dataset final : public dataset {
-public:
-  idx_dataset(idx_array images, idx_array labels, subset pick)
-    : images_(std::move(images)), labels_(std::move(labels)), pick_(pick) {
-    // nop
-  }
-
-  uint64_t size() const override { return pick_.size(); }
-
-  int64_t label(uint64_t index) const override {
-    return labels_.data[pick_(index)];
-  }
-
-  caf::expected<sample_input> read(uint64_t, uint64_t index) const override {
-    sample_input in;
-    auto* at = images_.data.data() + pick_(index) * images_.item_size();
-    // A view of the shared array: transforms never write to their input.
-    in.pixels = cv::Mat(static_cast<int>(images_.dims[1]),
-                        static_cast<int>(images_.dims[2]), CV_8UC1,
-                        const_cast<uint8_t*>(at));
-    return in;
-  }
-
-  std::string name(uint64_t index) const override {
-    return "image " + std::to_string(pick_(index));
-  }
-
-private:
-  idx_array images_;
-  idx_array labels_;
-  subset pick_;
-};
-
-class folder_dataset final : public dataset {
-public:
-  folder_dataset(std::string root, folder_listing listing, subset pick)
-    : root_(std::move(root)), listing_(std::move(listing)), pick_(pick) {
-    // nop
-  }
-
-  uint64_t size() const override { return pick_.size(); }
-
-  int64_t label(uint64_t index) const override {
-    return listing_.labels[pick_(index)];
-  }
-
-  caf::expected<sample_input> read(uint64_t, uint64_t index) const override {
-    auto bytes = read_whole_file(name(index));
-    if (!bytes)
-      return std::move(bytes.error());
-    sample_input in;
-    in.encoded = std::move(*bytes);
-    return in;
-  }
-
-  std::string name(uint64_t index) const override {
-    return (std::filesystem::path{root_} / listing_.files[pick_(index)])
-      .string();
-  }
-
-private:
-  std::string root_;
-  folder_listing listing_;
-  subset pick_;
-};
-
-class synthetic_dataset final : public dataset {
-public:
-  synthetic_dataset(synthetic_spec spec, uint64_t size)
-    : spec_(spec), size_(size) {
-    // nop
-  }
-
-  uint64_t size() const override { return size_; }
-
-  int64_t label(uint64_t index) const override {
-    return synthetic_label(index, spec_.num_classes);
-  }
-
-  caf::expected<sample_input> read(uint64_t epoch,
-                                   uint64_t index) const override {
-    sample_input in;
-    in.pixels = cv::Mat(static_cast<int>(spec_.height),
-                        static_cast<int>(spec_.width),
-                        CV_32FC(static_cast<int>(spec_.channels)));
-    make_synthetic_image(spec_, epoch, index, in.pixels.ptr<float>());
-    return in;
-  }
-
-  std::string name(uint64_t index) const override {
-    return "sample " + std::to_string(index);
-  }
-
-private:
-  synthetic_spec spec_;
-  uint64_t size_;
-};
-
-caf::expected<std::shared_ptr<const dataset>>
-open_idx(const data_spec& data, split which) {
-  auto images = read_idx(idx_path(data.data, which, true), 3);
-  if (!images)
-    return bad("pipeline.data = \"" + data.data + "\": "
-               + describe(images.error()));
-  auto labels = read_idx(idx_path(data.data, which, false), 1);
-  if (!labels)
-    return bad("pipeline.data = \"" + data.data + "\": "
-               + describe(labels.error()));
-  if (labels->dims[0] != images->dims[0])
-    return bad("pipeline.data = \"" + data.data + "\": "
-               + std::to_string(images->dims[0]) + " images but "
-               + std::to_string(labels->dims[0])
-               + " labels; expected one label per image");
-  auto limit = which == split::train ? data.train_limit : data.eval_limit;
-  subset pick{images->dims[0], limit, data.seed};
-  return std::shared_ptr<const dataset>{std::make_shared<idx_dataset>(
-    std::move(*images), std::move(*labels), pick)};
-}
-
-// The folder of one split, listed, or the error naming its key.
-caf::expected<folder_listing> listing_of(const data_spec& data, split which) {
-  auto& root = which == split::train ? data.data : data.eval_data;
-  auto listing = list_image_folder(root);
-  if (!listing)
-    return bad(std::string{which == split::train ? "pipeline.data"
-                                                 : "pipeline.eval-data"}
-               + ": " + describe(listing.error()));
-  return listing;
+std::string shape_text(const image_shape& s) {
+  return std::to_string(s.height) + "x" + std::to_string(s.width) + "x"
+         + std::to_string(s.channels);
 }
 
 } // namespace
 
-std::optional<source_kind> parse_source_kind(std::string_view name) {
-  if (name == "synthetic")
-    return source_kind::synthetic;
-  if (name == "idx")
-    return source_kind::idx;
-  if (name == "image-folder")
-    return source_kind::image_folder;
-  return std::nullopt;
+sample_subset::sample_subset(uint64_t total, uint64_t limit, uint64_t seed)
+  : size_(limit == 0 || limit >= total ? total : limit),
+    order_(total, mix64(seed ^ 0x5ab5e75ab5e7ull)),
+    shuffled_(size_ < total) {
+  // nop
 }
 
-std::string to_string(source_kind k) {
-  switch (k) {
-    case source_kind::synthetic:
-      return "synthetic";
-    case source_kind::idx:
-      return "idx";
-    case source_kind::image_folder:
-      return "image-folder";
-  }
-  return "unknown";
+bool fused_synthetic(const data_spec& data) {
+  return data.source.name == "synthetic" && data.transforms.empty();
 }
 
 caf::error resolve_data(data_spec& data, source_spec& source,
-                        const synthetic_spec& image) {
+                        const synthetic_spec& image, const registry& reg) {
+  if (auto err = reg.check_source(data.source))
+    return err;
   data.seed = source.seed;
-  image_shape input;
-  bool encoded = false;
-  if (data.kind == source_kind::synthetic) {
-    if (data.eval)
-      return bad("trainer.eval = true: a synthetic source has no test "
-                 "split; expected pipeline.source = \"idx\" or "
-                 "\"image-folder\"");
+  if (data.source.name == "synthetic")
     data.train_size = source.dataset_size;
-    data.num_classes = image.num_classes;
-    input = {image.height, image.width, image.channels};
-  } else if (data.kind == source_kind::idx) {
-    if (data.data.empty())
-      return bad("pipeline.source = \"idx\" needs pipeline.data (a "
-                 "directory with train-images-idx3-ubyte[.gz] and the "
-                 "other three files)");
-    // Labels are small (60 KB for Fashion-MNIST); images stay unread.
-    auto dims = read_idx_dims(idx_path(data.data, split::train, true), 3);
-    if (!dims)
-      return bad("pipeline.data = \"" + data.data + "\": "
-                 + describe(dims.error()));
-    input = {(*dims)[1], (*dims)[2], 1};
-    auto labels = read_idx(idx_path(data.data, split::train, false), 1);
-    if (!labels)
-      return bad("pipeline.data = \"" + data.data + "\": "
-                 + describe(labels.error()));
-    if (labels->dims[0] != (*dims)[0])
-      return bad("pipeline.data = \"" + data.data + "\": "
-                 + std::to_string((*dims)[0]) + " images but "
-                 + std::to_string(labels->dims[0]) + " labels");
-    subset pick{(*dims)[0], data.train_limit, data.seed};
-    data.train_size = pick.size();
-    data.num_classes = 1 + *std::max_element(labels->data.begin(),
-                                             labels->data.end());
-    if (data.eval) {
-      auto test = read_idx_dims(idx_path(data.data, split::test, true), 3);
-      if (!test)
-        return bad("pipeline.data = \"" + data.data + "\": "
-                   + describe(test.error()));
-      data.eval_size = subset{(*test)[0], data.eval_limit, data.seed}.size();
-    }
-  } else {
-    auto train = listing_of(data, split::train);
-    if (!train)
-      return std::move(train.error());
-    data.train_size = subset{train->files.size(), data.train_limit,
-                             data.seed}.size();
-    data.num_classes = static_cast<uint32_t>(train->classes.size());
-    data.fingerprint = train->fingerprint;
-    encoded = true;
-    if (data.eval) {
-      if (data.eval_data.empty())
-        return bad("trainer.eval = true with an image-folder source needs "
-                   "pipeline.eval-data (the test folder)");
-      auto test = listing_of(data, split::test);
-      if (!test)
-        return std::move(test.error());
-      if (test->classes != train->classes)
-        return bad("pipeline.eval-data = \"" + data.eval_data + "\": "
-                   + std::to_string(test->classes.size())
-                   + " classes, expected the training folder's "
-                   + std::to_string(train->classes.size())
-                   + " (same names)");
-      data.eval_size = subset{test->files.size(), data.eval_limit,
-                              data.seed}.size();
-      data.fingerprint += ":" + test->fingerprint;
-    }
-    if (data.transforms.empty())
-      return bad("pipeline.transforms: an image-folder source needs at "
-                 "least decode and a size, e.g. [\"decode\", "
-                 "\"resize(32, 32)\", \"to-tensor\"]");
+  caf::expected<source_view> view{caf::error{}};
+  try {
+    view = reg.source(data.source.name)->resolve(data, image);
+  } catch (const std::exception& e) {
+    return threw(data, "resolve", e);
   }
-  if (data.transforms.empty() && data.kind == source_kind::idx)
-    data.transforms = {transform_spec{"to-tensor", {}, "to-tensor"}};
+  if (!view)
+    return std::move(view.error());
+  data.train_size = view->train_size;
+  data.eval_size = view->eval_size;
+  data.num_classes = view->num_classes;
+  data.fingerprint = view->fingerprint;
+  if (data.train_size == 0)
+    return bad("pipeline.source = \"" + data.source.text
+               + "\": no samples in pipeline.data = \"" + data.data
+               + "\"; expected at least one");
+  if (data.transforms.empty() && view->files)
+    return bad("pipeline.transforms: a source of image files needs at "
+               "least decode and a size, e.g. [\"decode\", "
+               "\"resize(32, 32)\", \"to-tensor\"]");
+  if (data.transforms.empty() && data.source.name != "synthetic")
+    data.transforms = {make_entry("to-tensor")};
   if (data.transforms.empty()) {
-    data.output = input; // the fused blur stage keeps the shape
+    data.output = view->input; // the fused blur stage keeps the shape
   } else {
-    auto out = check_chain(data.transforms, input, encoded);
+    auto out = check_chain(data.transforms, view->input, view->files, reg);
     if (!out)
       return std::move(out.error());
     data.output = *out;
   }
   if (data.eval) {
     if (data.eval_transforms.empty())
-      data.eval_transforms = eval_chain_of(data.transforms);
-    auto out = check_chain(data.eval_transforms, input, encoded);
+      data.eval_transforms = eval_chain_of(data.transforms, reg);
+    auto out = check_chain(data.eval_transforms, view->input, view->files,
+                           reg);
     if (!out)
       return bad("pipeline.eval-transforms: " + describe(out.error()));
     if (out->height != data.output.height || out->width != data.output.width
         || out->channels != data.output.channels)
-      return bad("pipeline.eval-transforms make "
-                 + std::to_string(out->height) + "x"
-                 + std::to_string(out->width) + "x"
-                 + std::to_string(out->channels)
+      return bad("pipeline.eval-transforms make " + shape_text(*out)
                  + " images; expected the training shape "
-                 + std::to_string(data.output.height) + "x"
-                 + std::to_string(data.output.width) + "x"
-                 + std::to_string(data.output.channels));
+                 + shape_text(data.output));
   }
   source.dataset_size = data.train_size;
   source.eval_size = data.eval ? data.eval_size : 0;
@@ -310,41 +95,15 @@ caf::error resolve_data(data_spec& data, source_spec& source,
 }
 
 caf::expected<std::shared_ptr<const dataset>>
-open_dataset(const data_spec& data, split which, const synthetic_spec& image) {
-  if (data.kind == source_kind::synthetic)
-    return std::shared_ptr<const dataset>{
-      std::make_shared<synthetic_dataset>(image, data.train_size)};
-  if (data.kind == source_kind::idx) {
-    auto opened = open_idx(data, which);
-    auto want = which == split::train ? data.train_size : data.eval_size;
-    if (opened && (*opened)->size() != want)
-      return bad("pipeline.data = \"" + data.data + "\" holds "
-                 + std::to_string((*opened)->size())
-                 + " samples here, but the head planned "
-                 + std::to_string(want)
-                 + "; expected the same files on every node (shared "
-                   "storage)");
-    return opened;
+open_dataset(const data_spec& data, split which, const synthetic_spec& image,
+             const registry& reg) {
+  if (auto err = reg.check_source(data.source))
+    return err;
+  try {
+    return reg.source(data.source.name)->open(data, which, image);
+  } catch (const std::exception& e) {
+    return threw(data, "open", e);
   }
-  auto listing = listing_of(data, which);
-  if (!listing)
-    return std::move(listing.error());
-  auto& root = which == split::train ? data.data : data.eval_data;
-  auto at = data.fingerprint.find(':');
-  auto theirs = which == split::train ? data.fingerprint.substr(0, at)
-                : at == std::string::npos ? std::string{}
-                                          : data.fingerprint.substr(at + 1);
-  if (listing->fingerprint != theirs)
-    return bad("\"" + root + "\" lists other files here than on the head ("
-               + std::to_string(listing->files.size())
-               + " files, fingerprint " + listing->fingerprint
-               + ", the head's " + theirs
-               + "); expected the same files on every node (shared "
-                 "storage)");
-  auto limit = which == split::train ? data.train_limit : data.eval_limit;
-  subset pick{listing->files.size(), limit, data.seed};
-  return std::shared_ptr<const dataset>{
-    std::make_shared<folder_dataset>(root, std::move(*listing), pick)};
 }
 
 } // namespace stoker

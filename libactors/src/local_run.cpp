@@ -38,12 +38,13 @@ console_target local_console_target(const run_config& cfg,
 } // namespace
 
 caf::expected<run_report> run_local(caf::actor_system& sys,
-                                    const run_config& cfg) {
+                                    const run_config& cfg,
+                                    const registry& reg) {
   epoch_source plan{cfg.source};
   auto source = spawn_source(sys, cfg.source);
   auto router = spawn_router(sys, source, cfg.router, plan.total_samples(),
                              batch_wire_bytes(cfg));
-  auto trainer = spawn_trainer(sys, cfg, router);
+  auto trainer = spawn_trainer(sys, cfg, reg, router);
   caf::scoped_actor self{sys};
   auto stop = [&](auto&&... actors) {
     (self->send_exit(actors, caf::exit_reason::user_shutdown), ...);
@@ -59,7 +60,7 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
   common.wire = cfg.transport;
   common.slowdown = cfg.slowdown;
   common.report_interval = cfg.router.report_interval;
-  if (auto err = open_worker_data(common)) {
+  if (auto err = open_worker_data(common, reg)) {
     stop(*trainer, router, source);
     return err;
   }
@@ -125,7 +126,7 @@ std::string pipeline_line(const run_config& cfg) {
   if (d.transforms.empty())
     return "synthetic " + shape + ", " + std::to_string(cfg.blur.repeat)
            + "x GaussianBlur(" + std::to_string(cfg.blur.kernel_size) + ")";
-  std::string out = to_string(d.kind)
+  std::string out = d.source.text
                     + (d.data.empty() ? "" : " " + d.data) + ", "
                     + std::to_string(d.num_classes) + " classes, ";
   for (size_t i = 0; i < d.transforms.size(); ++i)
@@ -150,7 +151,7 @@ void print_banner(const run_config& cfg) {
                                        + " CPU worker(s)")
             << ", router "
             << to_string(cfg.router.policy) << " (window " << cfg.router.window
-            << "), trainer " << to_string(cfg.trainer.model_type) << " on "
+            << "), trainer " << cfg.trainer.model_entry.text << " on "
             << to_string(cfg.trainer.device);
   if (cfg.router.placement != blur_placement::cpu)
     std::cout << ", blur placement " << to_string(cfg.router.placement);
@@ -215,9 +216,10 @@ int finish_run(const caf::expected<run_report>& report,
   return 0;
 }
 
-int local_role_main(caf::actor_system& sys, const run_config& cfg) {
+int local_role_main(caf::actor_system& sys, const run_config& cfg,
+                    const registry& reg) {
   print_banner(cfg);
-  return finish_run(run_local(sys, cfg), cfg);
+  return finish_run(run_local(sys, cfg, reg), cfg);
 }
 
 } // namespace stoker

@@ -10,6 +10,7 @@
 #include "stoker/cluster.hpp"
 #include "stoker/detail/peak_rss.hpp"
 #include "stoker/errors.hpp"
+#include "stoker/registry.hpp"
 
 namespace stoker {
 
@@ -58,7 +59,7 @@ struct local_part {
 caf::expected<local_part>
 start_workers(caf::actor_system& sys, caf::scoped_actor& self,
               const run_config& cfg, const welcome& w,
-              const registry_actor& registry) {
+              const registry_actor& head, const registry& reg) {
   local_part local;
   std::vector<batch_route> routes;
   for (auto& t : w.trainers) {
@@ -80,7 +81,7 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
   common.report_interval = w.config.router.report_interval;
   common.routes = routes;
   // This node's view of the files must be the head's (shared storage).
-  if (auto err = open_worker_data(common))
+  if (auto err = open_worker_data(common, reg))
     return make_error(errc::run_failure,
                       "worker node '" + cfg.node_name
                         + "': " + describe(err));
@@ -91,7 +92,7 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
     workers.push_back(spawn_worker(sys, std::move(setup), w.router));
     local.actors.push_back(caf::actor_cast<caf::actor>(workers.back()));
   }
-  self->send(registry, join_atom::value, cfg.node_name, std::move(workers));
+  self->send(head, join_atom::value, cfg.node_name, std::move(workers));
   return local;
 }
 
@@ -101,7 +102,7 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
 caf::expected<local_part>
 start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
               const run_config& cfg, const welcome& w,
-              const registry_actor& registry) {
+              const registry_actor& head, const registry& reg) {
   auto tcfg = cfg; // node-local: name, device, threads
   tcfg.synthetic = w.config.synthetic;
   tcfg.data = w.config.data;
@@ -116,7 +117,7 @@ start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
   tcfg.trainer.checkpoint_dir = own.checkpoint_dir;
   tcfg.trainer.checkpoint_every = own.checkpoint_every;
   auto pool = std::make_shared<buffer_pool>(tcfg.trainer.prefetch + 4);
-  auto trainer = spawn_trainer(sys, tcfg, w.router, pool);
+  auto trainer = spawn_trainer(sys, tcfg, reg, w.router, pool);
   if (!trainer)
     return std::move(trainer.error());
   local_part local;
@@ -147,13 +148,14 @@ start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
     local.stream = std::move(*stream);
     where.data_port = local.stream->port();
   }
-  self->send(registry, join_atom::value, cfg.node_name, *trainer, where);
+  self->send(head, join_atom::value, cfg.node_name, *trainer, where);
   return local;
 }
 
 } // namespace
 
-int member_role_main(caf::actor_system& sys, const run_config& cfg) {
+int member_role_main(caf::actor_system& sys, const run_config& cfg,
+                     const registry& reg) {
   auto& c = cfg.cluster;
   std::cout << "stoker-node: role " << cfg.role << ", node " << cfg.node_name
             << ", head " << c.head_host << ":" << c.head_port << std::endl;
@@ -161,20 +163,20 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg) {
     std::cout << "stoker-node: console.* ignored: the console runs on the "
                  "head (attach to it there)"
               << std::endl;
-  auto registry = connect_to_head(sys, c);
-  if (!registry) {
-    std::cerr << "stoker-node: " << describe(registry.error()) << std::endl;
+  auto head = connect_to_head(sys, c);
+  if (!head) {
+    std::cerr << "stoker-node: " << describe(head.error()) << std::endl;
     return 1;
   }
   caf::scoped_actor self{sys};
-  self->monitor(*registry);
+  self->monitor(*head);
   node_info info{cfg.node_name, cfg.node_host, cfg.role,
                  std::max(1u, std::thread::hardware_concurrency()),
                  cfg.role == "worker" ? cfg.workers : 0,
                  cfg.role == "trainer" ? to_string(cfg.trainer.device) : "",
                  caf::actor_cast<caf::actor>(self)};
   caf::expected<welcome> hello{caf::error{}};
-  self->request(*registry, c.join_timeout, hello_atom::value, info)
+  self->request(*head, c.join_timeout, hello_atom::value, info)
     .receive([&](welcome& w) { hello = std::move(w); },
              [&](caf::error& err) { hello = std::move(err); });
   if (!hello) {
@@ -182,9 +184,16 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg) {
               << "': " << describe(hello.error()) << std::endl;
     return 1;
   }
+  // The head's pipeline is the one this node runs: refuse to join if this
+  // build cannot run it (another binary, without the user's entries).
+  if (auto err = check_pipeline_names(reg, hello->config)) {
+    std::cerr << "stoker-node: node '" << cfg.node_name
+              << "' refuses to join: " << describe(err) << std::endl;
+    return 1;
+  }
   auto local = cfg.role == "worker"
-                 ? start_workers(sys, self, cfg, *hello, *registry)
-                 : start_trainer(sys, self, cfg, *hello, *registry);
+                 ? start_workers(sys, self, cfg, *hello, *head, reg)
+                 : start_trainer(sys, self, cfg, *hello, *head, reg);
   if (!local) {
     std::cerr << "stoker-node: " << describe(local.error()) << std::endl;
     return 1;
@@ -218,7 +227,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg) {
             self->send(a, batch_route{*direct, t.host, t.data_port});
       },
       [&](caf::down_msg& msg) {
-        if (msg.source == caf::actor_cast<caf::actor_addr>(*registry)) {
+        if (msg.source == caf::actor_cast<caf::actor_addr>(*head)) {
           std::cerr << "stoker-node: the head went away before the run "
                        "ended"
                     << (msg.reason ? ": " + describe(msg.reason) : "")

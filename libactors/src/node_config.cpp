@@ -155,14 +155,17 @@ node_config::node_config() {
     .add<double>("sigma-max", "largest sigma drawn (default 2.0)")
     .add<string>("placement", "where the blur stage runs: cpu (default, "
                               "the workers), gpu (the trainer's) or auto")
-    .add<string>("source", "synthetic (default), idx or image-folder")
+    .add<string>("source", "a registered source: synthetic (default), idx, "
+                           "image-folder or one of the node's own "
+                           "(docs/extending.md)")
     .add<string>("data", "idx: the directory of the IDX files; "
                          "image-folder: the training folder")
     .add<string>("eval-data", "image-folder: the test folder")
     .add<int64_t>("eval-size", "evaluate on a fixed subset of this many "
                                "test samples; 0 = all (default 0)")
     .add<std::vector<string>>("transforms",
-                              "the transform chain, e.g. [\"decode\", "
+                              "the transform chain of registered "
+                              "transforms, e.g. [\"decode\", "
                               "\"random-crop(28, 4)\", \"to-tensor\"]")
     .add<std::vector<string>>("eval-transforms",
                               "the evaluation chain (default: the "
@@ -203,7 +206,8 @@ node_config::node_config() {
                                    "empty = none (default \"\")")
     .add<int64_t>("checkpoint-every", "steps between checkpoints "
                                       "(default 100)")
-    .add<string>("model", "vit (default) or cnn")
+    .add<string>("model", "a registered model: vit (default), cnn or one "
+                          "of the node's own (docs/extending.md)")
     .add<string>("optimizer", "sgd (default) or adamw")
     .add<double>("weight-decay", "the optimizer's weight decay (default 0)")
     .add<string>("lr-schedule", "constant (default) or cosine (down to 0 "
@@ -267,7 +271,7 @@ caf::error check_config_keys(const caf::settings& raw,
 }
 
 caf::expected<std::optional<run_config>>
-node_config::load(const std::vector<std::string>& args) {
+node_config::load(const std::vector<std::string>& args, const registry& reg) {
   std::string file = "config/local.ini (embedded default)";
   std::string text = embedded_default_config();
   for (auto& arg : args) {
@@ -320,7 +324,7 @@ node_config::load(const std::vector<std::string>& args) {
     return std::optional<run_config>{};
   for (auto& [name, value] : flags)
     caf::put(content, name, value);
-  auto cfg = read_run_config(content);
+  auto cfg = read_run_config(content, reg);
   if (!cfg)
     return make_error(errc::invalid_config,
                       "config: " + describe(cfg.error()));

@@ -10,6 +10,7 @@
 
 #include "stoker/dataset.hpp"
 #include "stoker/errors.hpp"
+#include "stoker/registry.hpp"
 
 namespace stoker {
 
@@ -37,18 +38,6 @@ std::string to_string(device_kind d) {
       return "sim";
   }
   return "unknown";
-}
-
-std::optional<model_kind> parse_model_kind(std::string_view name) {
-  if (name == "vit")
-    return model_kind::vit;
-  if (name == "cnn")
-    return model_kind::cnn;
-  return std::nullopt;
-}
-
-std::string to_string(model_kind k) {
-  return k == model_kind::cnn ? "cnn" : "vit";
 }
 
 std::optional<optimizer_kind> parse_optimizer_kind(std::string_view name) {
@@ -210,6 +199,21 @@ public:
       fail(key, *v, "a quoted string");
   }
 
+  // A registry entry, "name" or "name(a, b)" (the name is checked later).
+  void entry(std::string_view key, entry_spec& out) {
+    std::string text;
+    auto v = find(key);
+    if (v == nullptr)
+      return;
+    this->text(key, text);
+    if (err_)
+      return;
+    if (auto x = parse_entry(text))
+      out = std::move(*x);
+    else
+      fail(std::string{key} + " = " + describe(x.error()));
+  }
+
   // A string that must be one of a fixed set, parsed by `parse`.
   template <class T, class Parse>
   void choice(std::string_view key, T& out, Parse parse,
@@ -256,7 +260,8 @@ uint64_t batch_wire_bytes(const run_config& cfg) {
          * dtype_size(cfg.transport);
 }
 
-caf::expected<run_config> read_run_config(const caf::settings& content) {
+caf::expected<run_config> read_run_config(const caf::settings& content,
+                                          const registry& reg) {
   run_config cfg;
   reader r{content};
   constexpr int64_t u32_max = std::numeric_limits<uint32_t>::max();
@@ -345,13 +350,15 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
            + std::to_string(sigma_max) + ")");
   // -- real data: the source, its files, the transform chains
   auto& d = cfg.data;
-  r.choice("pipeline.source", d.kind, parse_source_kind,
-           "\"synthetic\", \"idx\" or \"image-folder\"");
+  r.entry("pipeline.source", d.source);
+  if (!r.error())
+    if (auto err = reg.check_source(d.source))
+      r.fail(describe(err));
   r.text("pipeline.data", d.data);
   r.text("pipeline.eval-data", d.eval_data);
   r.unsigned_int("pipeline.eval-size", d.eval_limit, 0,
                  std::numeric_limits<int64_t>::max());
-  if (d.kind != source_kind::synthetic
+  if (d.source.name != "synthetic"
       && caf::get_if(&content, "pipeline.dataset-size") != nullptr)
     d.train_limit = cfg.source.dataset_size; // a subset of the files
   for (auto [key, chain] :
@@ -360,17 +367,20 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
     std::vector<std::string> entries;
     r.text_list(key, entries);
     for (auto& entry : entries) {
-      if (auto t = parse_transform(entry))
-        chain->push_back(std::move(*t));
-      else
+      auto t = parse_entry(entry);
+      if (!t)
         r.fail(std::string{key} + ": " + describe(t.error()));
+      else if (auto err = reg.check_transform(*t, key))
+        r.fail(describe(err));
+      else
+        chain->push_back(std::move(*t));
     }
   }
   r.boolean("trainer.eval", d.eval);
   r.choice("pipeline.placement", cfg.router.placement, parse_blur_placement,
            "\"cpu\", \"gpu\" or \"auto\"");
   if (cfg.router.placement != blur_placement::cpu
-      && (d.kind != source_kind::synthetic || !d.transforms.empty()))
+      && !fused_synthetic(d))
     r.fail("pipeline.placement = \"" + to_string(cfg.router.placement)
            + "\": the GPU runs the article's blur stage only (the "
              "synthetic source without pipeline.transforms); expected "
@@ -409,8 +419,10 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   r.unsigned_int("trainer.threads", t.threads, 0, 4096);
   r.text("trainer.checkpoint-dir", t.checkpoint_dir);
   r.unsigned_int("trainer.checkpoint-every", t.checkpoint_every, 1, u32_max);
-  r.choice("trainer.model", t.model_type, parse_model_kind,
-           "\"vit\" or \"cnn\"");
+  r.entry("trainer.model", t.model_entry);
+  if (!r.error())
+    if (auto err = reg.check_model(t.model_entry))
+      r.fail(describe(err));
   r.choice("trainer.optimizer", t.optimizer, parse_optimizer_kind,
            "\"sgd\" or \"adamw\"");
   r.real("trainer.weight-decay", t.weight_decay, 0.0, 10.0);
@@ -433,8 +445,8 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   // files to look at); other roles get what they found from the head.
   if (!r.error()
       && (cfg.role == "head" || cfg.role == "local"
-          || d.kind == source_kind::synthetic))
-    if (auto err = resolve_data(d, cfg.source, cfg.synthetic))
+          || d.source.name == "synthetic"))
+    if (auto err = resolve_data(d, cfg.source, cfg.synthetic, reg))
       return err;
   if (cfg.source.batch_size > 0)
     t.total_steps = (cfg.source.dataset_size + cfg.source.batch_size - 1)
@@ -444,21 +456,20 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   m.channels = d.output.channels;
   m.num_classes = d.num_classes;
   bool sized = m.image_height > 0; // resolved here (head, local)
-  if (t.device != device_kind::sim && t.model_type == model_kind::vit
-      && sized && !r.error()) {
-    if (m.width % m.heads != 0)
-      r.fail("model.heads = " + std::to_string(m.heads)
-             + ": expected a divisor of model.width ("
-             + std::to_string(m.width) + ")");
-    if (m.image_height % m.patch_size != 0
-        || m.image_width % m.patch_size != 0)
-      r.fail("model.patch-size = " + std::to_string(m.patch_size)
-             + ": expected a divisor of the image size ("
-             + std::to_string(m.image_height) + "x"
-             + std::to_string(m.image_width) + ")");
+  if (auto def = reg.model(t.model_entry.name);
+      def != nullptr && t.device != device_kind::sim && sized && !r.error()
+      && def->check) {
+    try {
+      if (auto err = def->check(t.model_entry, t))
+        r.fail(describe(err));
+    } catch (const std::exception& e) {
+      r.fail("trainer.model = \"" + t.model_entry.text
+             + "\": its check threw: " + e.what());
+    }
   }
   if (r.error())
     return std::move(r.error());
+  stamp_versions(cfg, reg); // what the head's nodes must have
   return cfg;
 }
 

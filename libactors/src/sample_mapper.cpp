@@ -7,7 +7,7 @@
 namespace stoker {
 
 image_batch map_samples(const dataset& data,
-                        const std::vector<transform_spec>& chain,
+                        const transform_chain& chain,
                         image_shape shape, uint64_t seed,
                         const work_item& item) {
   auto batch = float_batch_for(item, layout::chw, shape.height, shape.width,
@@ -15,7 +15,7 @@ image_batch map_samples(const dataset& data,
   size_t kept = 0;
   for (auto id : item.sample_ids) {
     auto input = data.read(item.epoch, id);
-    auto pixels = input ? apply_chain(chain, std::move(*input),
+    auto pixels = input ? chain.apply(std::move(*input),
                                       draw_key{seed, item.epoch, id})
                         : caf::expected<cv::Mat>{std::move(input.error())};
     if (!pixels) { // an unreadable or corrupt file: skip it, say which

@@ -66,10 +66,10 @@ std::unique_ptr<step_engine> make_sim_engine(uint32_t step_ms) {
 }
 
 caf::expected<std::unique_ptr<step_engine>>
-make_step_engine(const trainer_spec& spec) {
+make_step_engine(const trainer_spec& spec, const registry& reg) {
   if (spec.device == device_kind::sim)
     return make_sim_engine(spec.sim_step_ms);
-  return make_torch_engine(spec);
+  return make_torch_engine(spec, reg);
 }
 
 } // namespace stoker

@@ -2,25 +2,27 @@
 #include <cstring>
 #include <sstream>
 
+#include <torch/torch.h>
+
 #include "stoker/cuda_devices.hpp"
 #include "stoker/errors.hpp"
+#include "stoker/registry.hpp"
 #include "stoker/step_engine.hpp"
-#include "stoker/cnn.hpp"
-#include "stoker/vit.hpp"
 
 namespace stoker {
 
 namespace {
 
-torch::nn::AnyModule make_model(const trainer_spec& spec) {
-  if (spec.model_type == model_kind::cnn)
-    return torch::nn::AnyModule{cnn{spec.model}};
-  return torch::nn::AnyModule{vit{spec.model}};
-}
-
 std::unique_ptr<torch::optim::Optimizer>
-make_optimizer(const trainer_spec& spec,
+make_optimizer(const model_def& def, const trainer_spec& spec,
                std::vector<torch::Tensor> parameters) {
+  if (def.optimizer) {
+    auto custom = def.optimizer(std::move(parameters), spec);
+    if (!custom)
+      throw std::runtime_error("model '" + def.name
+                               + "': its optimizer function returned none");
+    return custom;
+  }
   if (spec.optimizer == optimizer_kind::adamw)
     return std::make_unique<torch::optim::AdamW>(
       std::move(parameters),
@@ -33,13 +35,17 @@ make_optimizer(const trainer_spec& spec,
 
 class torch_engine final : public step_engine {
 public:
-  torch_engine(const trainer_spec& spec, torch::Device dev,
-               std::optional<cuda_step_timer> timer)
+  torch_engine(const model_def& def, const trainer_spec& spec,
+               torch::Device dev, std::optional<cuda_step_timer> timer)
     : device_(dev),
-      model_(make_model(spec)),
-      optimizer_(make_optimizer(spec, model_.ptr()->parameters())),
+      model_(def.make(spec.model_entry, spec)),
       timer_(std::move(timer)) {
+    if (model_.is_empty())
+      throw std::runtime_error("model '" + def.name
+                               + "': its make function returned no module");
+    // On the device before the optimizer holds the parameters.
     model_.ptr()->to(device_);
+    optimizer_ = make_optimizer(def, spec, model_.ptr()->parameters());
     model_.ptr()->train();
   }
 
@@ -209,7 +215,10 @@ private:
 } // namespace
 
 caf::expected<std::unique_ptr<step_engine>>
-make_torch_engine(const trainer_spec& spec) {
+make_torch_engine(const trainer_spec& spec, const registry& reg) {
+  if (auto err = reg.check_model(spec.model_entry))
+    return err;
+  auto& def = *reg.model(spec.model_entry.name);
   bool has_cuda = torch::cuda::is_available();
   if (spec.device == device_kind::cuda && !has_cuda)
     return make_error(errc::invalid_config,
@@ -234,10 +243,12 @@ make_torch_engine(const trainer_spec& spec) {
   }
   try {
     return std::unique_ptr<step_engine>{
-      std::make_unique<torch_engine>(spec, dev, std::move(timer))};
+      std::make_unique<torch_engine>(def, spec, dev, std::move(timer))};
   } catch (const std::exception& e) {
     return make_error(errc::trainer_failure,
-                      "cannot build the " + to_string(spec.model_type) + " on " + dev.str() + ": " + e.what());
+                      "trainer.model = \"" + spec.model_entry.text
+                        + "\": cannot build it on " + dev.str() + ": "
+                        + e.what());
   }
 }
 

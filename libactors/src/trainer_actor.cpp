@@ -321,7 +321,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
                                 cfg.source.dataset_size,
                                 cfg.source.epochs,
                                 cfg.source.eval_size,
-                                cfg.data.kind == source_kind::synthetic};
+                                cfg.data.source.name == "synthetic"};
   st.evaluates = cfg.source.eval_size > 0;
   st.gate.emplace(cfg.source.dataset_size, cfg.source.eval_size,
                   resumed ? st.ledger->unique() : 0);
@@ -426,8 +426,9 @@ open_gpu_blur(const run_config& cfg) {
 
 caf::expected<trainer_actor>
 spawn_trainer(caf::actor_system& sys, const run_config& cfg,
-              router_actor router, std::shared_ptr<buffer_pool> pool) {
-  auto engine = make_step_engine(cfg.trainer);
+              const registry& reg, router_actor router,
+              std::shared_ptr<buffer_pool> pool) {
+  auto engine = make_step_engine(cfg.trainer, reg);
   if (!engine)
     return std::move(engine.error());
   std::shared_ptr<const checkpoint> resumed;

@@ -127,8 +127,7 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
           if (test && !setup.test)
             throw std::runtime_error("a test item, but this worker has no "
                                      "test split open");
-          auto& chain = test ? setup.data.eval_transforms
-                             : setup.data.transforms;
+          auto& chain = test ? setup.test_chain : setup.train_chain;
           auto make = [&] {
             return map_samples(test ? *setup.test : *setup.train, chain,
                                setup.data.output, setup.data.seed, item);
@@ -184,7 +183,7 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
 
 } // namespace
 
-caf::error open_worker_data(worker_setup& setup) {
+caf::error open_worker_data(worker_setup& setup, const registry& reg) {
   if (setup.data.transforms.empty()) {
     // Synthetic images, made from (seed, epoch, id), through the blur
     // stage this node's CPU must be able to run.
@@ -192,15 +191,23 @@ caf::error open_worker_data(worker_setup& setup) {
       return std::move(choice.error());
     return caf::none;
   }
-  auto train = open_dataset(setup.data, split::train, setup.image);
+  auto train = open_dataset(setup.data, split::train, setup.image, reg);
   if (!train)
     return std::move(train.error());
   setup.train = std::move(*train);
+  auto chain = transform_chain::bind(setup.data.transforms, reg);
+  if (!chain)
+    return std::move(chain.error());
+  setup.train_chain = std::move(*chain);
   if (setup.data.eval) {
-    auto test = open_dataset(setup.data, split::test, setup.image);
+    auto test = open_dataset(setup.data, split::test, setup.image, reg);
     if (!test)
       return std::move(test.error());
     setup.test = std::move(*test);
+    chain = transform_chain::bind(setup.data.eval_transforms, reg);
+    if (!chain)
+      return std::move(chain.error());
+    setup.test_chain = std::move(*chain);
   }
   return caf::none;
 }

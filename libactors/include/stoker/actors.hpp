@@ -13,6 +13,7 @@
 #include "stoker/buffer_pool.hpp"
 #include "stoker/messages.hpp"
 #include "stoker/run_config.hpp"
+#include "stoker/transform_chain.hpp"
 
 namespace stoker {
 
@@ -131,6 +132,9 @@ struct worker_setup {
   data_spec data;
   std::shared_ptr<const dataset> train;
   std::shared_ptr<const dataset> test; ///< null unless the run evaluates
+  /// data.transforms and data.eval_transforms, bound to their definitions.
+  transform_chain train_chain;
+  transform_chain test_chain;
   blur_params blur;
   dtype wire = dtype::float32; ///< transport.dtype
   double slowdown = 1.0;       ///< worker.slowdown (benchmarks and tests)
@@ -141,11 +145,12 @@ struct worker_setup {
   std::vector<batch_route> routes;
 };
 
-/// Opens the splits `setup.data` reads (none for the fused synthetic path;
-/// the test split only when the run evaluates) into `setup.train` and
-/// `setup.test`. Do it once per node and copy the setup for each worker:
-/// they share the datasets. Errors name the path (see open_dataset).
-caf::error open_worker_data(worker_setup& setup);
+/// Opens the splits `setup.data` reads through its source in `reg` (none
+/// for the fused synthetic path; the test split only when the run
+/// evaluates) into `setup.train` and `setup.test`, and binds their chains.
+/// Do it once per node and copy the setup for each worker: they share the
+/// datasets. Errors name the path (see open_dataset) or the missing entry.
+caf::error open_worker_data(worker_setup& setup, const registry& reg);
 
 /// Spawns a detached worker that reports to `router` after each item and
 /// every `report_interval` between items.
@@ -156,9 +161,11 @@ worker_actor spawn_worker(caf::actor_system& sys, worker_setup setup,
 /// set up (e.g. `cuda` without a GPU). With a `pool`, each batch's buffer
 /// goes back to it after the step (the batch_listener that filled it
 /// takes it from there). With `cfg.resume` it loads the checkpoint in
-/// trainer.checkpoint-dir first; an error names what does not fit.
+/// trainer.checkpoint-dir first; an error names what does not fit. The
+/// model comes from `reg` (read here only: the trainer keeps no reference).
 caf::expected<trainer_actor>
 spawn_trainer(caf::actor_system& sys, const run_config& cfg,
-              router_actor router, std::shared_ptr<buffer_pool> pool = nullptr);
+              const registry& reg, router_actor router,
+              std::shared_ptr<buffer_pool> pool = nullptr);
 
 } // namespace stoker

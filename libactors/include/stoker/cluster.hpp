@@ -13,6 +13,8 @@
 
 namespace stoker {
 
+class registry;
+
 // -- messages between the head and the other nodes --------------------------
 
 /// Where a trainer node listens, so worker nodes can connect to it directly
@@ -132,8 +134,11 @@ caf::expected<registry_actor> connect_to_head(caf::actor_system& sys,
 int head_role_main(caf::actor_system& sys, const run_config& cfg);
 
 /// `stoker-node --role=worker` or `--role=trainer`: joins the head, runs
-/// its actors until the head says `shutdown`. Returns the exit code.
-int member_role_main(caf::actor_system& sys, const run_config& cfg);
+/// its actors until the head says `shutdown`. Refuses to join (exit 1,
+/// naming the entry) when the head's pipeline names a source, transform
+/// or model `reg` lacks. Returns the exit code.
+int member_role_main(caf::actor_system& sys, const run_config& cfg,
+                     const registry& reg);
 
 /// Bounds the process's remaining lifetime: if it has not exited within
 /// `limit` (e.g. because the actor system's shutdown waits on a network peer

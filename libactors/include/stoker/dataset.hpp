@@ -2,36 +2,27 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <caf/expected.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include "stoker/entry_spec.hpp"
 #include "stoker/epoch_source.hpp"
+#include "stoker/permutation.hpp"
 #include "stoker/synthetic_mapper.hpp"
 #include "stoker/transforms.hpp"
 
 namespace stoker {
 
-/// Where samples come from (`pipeline.source`).
-enum class source_kind : uint8_t {
-  synthetic = 1,    ///< the article's random images, made on the workers
-  idx = 2,          ///< MNIST-style IDX files (Fashion-MNIST)
-  image_folder = 3, ///< one sub-directory of image files per class
-};
-
-/// Parses "synthetic", "idx" or "image-folder".
-std::optional<source_kind> parse_source_kind(std::string_view name);
-
-std::string to_string(source_kind k);
+class registry;
 
 /// A run's data: where it is, how samples are transformed, and (filled by
 /// resolve_data on the head, then sent to every node) what is there.
 struct data_spec {
-  source_kind kind = source_kind::synthetic;
+  /// pipeline.source: a registered source (registry.hpp) and its arguments.
+  entry_spec source = make_entry("synthetic");
   /// idx: a directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte
   /// (each plain or .gz); image-folder: the training folder.
   std::string data;
@@ -59,7 +50,7 @@ typename Inspector::result_type inspect(Inspector& f, image_shape& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, data_spec& x) {
-  return f(caf::meta::type_name("data_spec"), x.kind, x.data, x.eval_data,
+  return f(caf::meta::type_name("data_spec"), x.source, x.data, x.eval_data,
            x.transforms, x.eval_transforms, x.eval, x.train_limit,
            x.eval_limit, x.seed, x.train_size, x.eval_size, x.num_classes, x.output,
            x.fingerprint);
@@ -87,20 +78,47 @@ public:
   virtual std::string name(uint64_t index) const = 0;
 };
 
-/// On the head (and a local run): looks at the data (IDX headers and
-/// labels, folder listings; no image is read), checks both transform
-/// chains, and fills `data`'s sizes, classes, output shape and fingerprint
-/// and `source`'s dataset and eval sizes. A synthetic source without
+/// The samples a limit (pipeline.dataset-size, pipeline.eval-size) keeps
+/// of a split of `total`: the first `limit` of a seeded permutation (a
+/// class-sorted folder's first N would hold few classes), or every sample
+/// in order without a limit. For sources, built-in or not.
+class sample_subset {
+public:
+  sample_subset(uint64_t total, uint64_t limit, uint64_t seed);
+
+  uint64_t size() const noexcept { return size_; }
+
+  /// The index in the whole split of the subset's sample `i` (< size()).
+  uint64_t operator()(uint64_t i) const noexcept {
+    return shuffled_ ? order_(i) : i;
+  }
+
+private:
+  uint64_t size_;
+  permutation order_;
+  bool shuffled_;
+};
+
+/// Whether `data` is the article's pipeline: synthetic images through the
+/// fused blur stage (the synthetic source without pipeline.transforms).
+bool fused_synthetic(const data_spec& data);
+
+/// On the head (and a local run): asks the source in `reg` what its data
+/// holds (no sample is read), checks both transform chains against `reg`,
+/// and fills `data`'s sizes, classes, output shape and fingerprint and
+/// `source`'s dataset and eval sizes. A synthetic source without
 /// transforms keeps `image`'s shape. Errors (errc::invalid_config) name the
 /// key, the path and what was expected.
 caf::error resolve_data(data_spec& data, source_spec& source,
-                        const synthetic_spec& image);
+                        const synthetic_spec& image, const registry& reg);
 
-/// On a worker: opens split `which` of the resolved `data`. Refuses a view
-/// that differs from the head's (size, classes or listing fingerprint),
-/// naming the path, since the worker would make other samples than the
-/// head planned (shared storage is assumed).
+/// On a worker: opens split `which` of the resolved `data` through its
+/// source in `reg`. The source refuses a view that differs from the
+/// head's (size, classes or listing fingerprint), naming the path, since
+/// the worker would make other samples than the head planned (shared
+/// storage is assumed).
 caf::expected<std::shared_ptr<const dataset>>
-open_dataset(const data_spec& data, split which, const synthetic_spec& image);
+open_dataset(const data_spec& data, split which, const synthetic_spec& image,
+             const registry& reg);
 
 } // namespace stoker

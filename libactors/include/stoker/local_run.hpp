@@ -11,12 +11,17 @@
 
 namespace stoker {
 
+class registry;
+
 /// Runs the whole pipeline in this process: a source, a router,
 /// `cfg.workers` detached CPU workers and one trainer, until every work item
 /// of every epoch has been acknowledged. Blocks the calling thread.
-/// Returns the run report, or the error that ended the run early.
+/// Returns the run report, or the error that ended the run early. The
+/// sources, transforms and model come from `reg` (read while the actors
+/// are set up; they keep no reference to it).
 caf::expected<run_report> run_local(caf::actor_system& sys,
-                                    const run_config& cfg);
+                                    const run_config& cfg,
+                                    const registry& reg);
 
 /// Asks the trainer and every worker for their counters and combines them
 /// with the router's summary. A worker that does not answer within 2 s (one
@@ -38,6 +43,7 @@ void print_banner(const run_config& cfg);
 /// `stoker-node --role=local`: prints what it runs, runs it, prints the
 /// outcome, writes the report if asked. Returns the process exit code:
 /// 0 when every sample was trained on exactly once, 1 otherwise.
-int local_role_main(caf::actor_system& sys, const run_config& cfg);
+int local_role_main(caf::actor_system& sys, const run_config& cfg,
+                    const registry& reg);
 
 } // namespace stoker

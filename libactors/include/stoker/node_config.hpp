@@ -23,8 +23,9 @@ public:
   /// Returns nothing when --help or --dump-config was printed, the
   /// validated config otherwise, or errc::invalid_config naming the file,
   /// line, key or flag at fault.
+  /// Sources, transforms and models are looked up in `reg`.
   caf::expected<std::optional<run_config>>
-  load(const std::vector<std::string>& args);
+  load(const std::vector<std::string>& args, const registry& reg);
 
   /// The option set, for checking keys by name.
   const caf::config_option_set& options() const noexcept {

@@ -13,12 +13,15 @@
 
 #include "stoker/blur.hpp"
 #include "stoker/dataset.hpp"
+#include "stoker/entry_spec.hpp"
 #include "stoker/epoch_source.hpp"
 #include "stoker/offload.hpp"
 #include "stoker/routing.hpp"
 #include "stoker/synthetic_mapper.hpp"
 
 namespace stoker {
+
+class registry;
 
 /// Where the trainer runs its steps.
 enum class device_kind {
@@ -33,17 +36,6 @@ std::optional<device_kind> parse_device(std::string_view name);
 
 /// The config-file name of `d`.
 std::string to_string(device_kind d);
-
-/// The network a trainer trains (`trainer.model`).
-enum class model_kind : uint8_t {
-  vit = 1, ///< the Vision Transformer (model.*)
-  cnn = 2, ///< two conv + pool layers and a classifier (small images)
-};
-
-/// Parses "vit" or "cnn".
-std::optional<model_kind> parse_model_kind(std::string_view name);
-
-std::string to_string(model_kind k);
 
 /// The optimizer (`trainer.optimizer`).
 enum class optimizer_kind : uint8_t { sgd = 1, adamw = 2 };
@@ -85,7 +77,8 @@ struct trainer_spec {
   uint32_t threads = 0; ///< LibTorch intra-op threads; 0 = LibTorch default
   std::string checkpoint_dir; ///< empty: no checkpoints (node-local)
   uint32_t checkpoint_every = 100; ///< steps between checkpoints
-  model_kind model_type = model_kind::vit;
+  /// trainer.model: a registered model (registry.hpp) and its arguments.
+  entry_spec model_entry = make_entry("vit");
   optimizer_kind optimizer = optimizer_kind::sgd;
   double weight_decay = 0.0;
   lr_schedule schedule = lr_schedule::constant;
@@ -204,7 +197,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_spec& x) {
   return f(caf::meta::type_name("trainer_spec"), x.device, x.sim_step_ms,
            x.log_every, x.prefetch, x.lr, x.momentum, x.threads,
-           x.checkpoint_dir, x.checkpoint_every, x.model_type, x.optimizer,
+           x.checkpoint_dir, x.checkpoint_every, x.model_entry, x.optimizer,
            x.weight_decay, x.schedule, x.total_steps, x.model);
 }
 
@@ -230,6 +223,9 @@ parse_host_port(std::string_view text);
 /// naming the key, the value and what was expected. For the head and local
 /// roles it also resolves the data (resolve_data: reads IDX headers and
 /// folder listings); other roles get the resolved pipeline from the head.
-caf::expected<run_config> read_run_config(const caf::settings& content);
+/// Sources, transforms and models are looked up in `reg`: a name it lacks
+/// is refused, naming the key and the names it has.
+caf::expected<run_config> read_run_config(const caf::settings& content,
+                                          const registry& reg);
 
 } // namespace stoker

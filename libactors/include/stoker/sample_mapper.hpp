@@ -5,7 +5,7 @@
 
 #include "stoker/dataset.hpp"
 #include "stoker/messages.hpp"
-#include "stoker/transforms.hpp"
+#include "stoker/transform_chain.hpp"
 
 namespace stoker {
 
@@ -18,7 +18,7 @@ namespace stoker {
 /// std::runtime_error if the chain makes another shape than `shape` (the
 /// head checked the chain, so that is a bug, not bad data).
 image_batch map_samples(const dataset& data,
-                        const std::vector<transform_spec>& chain,
+                        const transform_chain& chain,
                         image_shape shape, uint64_t seed,
                         const work_item& item);
 

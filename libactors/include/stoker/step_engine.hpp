@@ -11,6 +11,8 @@
 
 namespace stoker {
 
+class registry;
+
 /// What one training step produced.
 struct step_result {
   double loss = 0.0; ///< NaN when the device is simulated (no model runs)
@@ -64,15 +66,16 @@ public:
 /// step (no CPU used while "computing").
 std::unique_ptr<step_engine> make_sim_engine(uint32_t step_ms);
 
-/// A LibTorch model (`spec.model_type`: the ViT or the CNN) trained with
-/// SGD or AdamW on `spec.device` (auto: CUDA when LibTorch sees a GPU, else
-/// CPU). Fails with errc::invalid_config when the device is not available,
-/// naming it.
+/// The model `spec.model_entry` names in `reg` (the built-ins: the ViT or
+/// the CNN) trained with its optimizer (default: SGD or AdamW as
+/// trainer.optimizer says) on `spec.device` (auto: CUDA when LibTorch sees
+/// a GPU, else CPU). Fails with errc::invalid_config when the device is not
+/// available or the model is not registered, naming it.
 caf::expected<std::unique_ptr<step_engine>>
-make_torch_engine(const trainer_spec& spec);
+make_torch_engine(const trainer_spec& spec, const registry& reg);
 
-/// The engine `spec.device` asks for.
+/// The engine `spec.device` asks for (sim needs no model).
 caf::expected<std::unique_ptr<step_engine>>
-make_step_engine(const trainer_spec& spec);
+make_step_engine(const trainer_spec& spec, const registry& reg);
 
 } // namespace stoker

@@ -2,33 +2,20 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <caf/expected.hpp>
-#include <caf/meta/type_name.hpp>
 #include <opencv2/core.hpp>
 
 #include "stoker/counter_rng.hpp"
+#include "stoker/entry_spec.hpp"
 
 namespace stoker {
 
-/// One entry of `pipeline.transforms`, parsed: "random-crop(28, 4)" is
-/// name "random-crop" with args {28, 4}.
-struct transform_spec {
-  std::string name;
-  std::vector<double> args;
-  std::string text; ///< as written, for error messages
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, transform_spec& x) {
-  return f(caf::meta::type_name("transform_spec"), x.name, x.args, x.text);
-}
-
-/// Parses "name" or "name(a, b, ...)" with numeric arguments; errors
-/// (errc::invalid_config) quote the entry.
-caf::expected<transform_spec> parse_transform(std::string_view text);
+/// One entry of `pipeline.transforms`: a registered transform's name with
+/// its arguments (registry.hpp; the chain's checks are in
+/// transform_chain.hpp).
+using transform_spec = entry_spec;
 
 /// The shape of an image; 0 where it varies from image to image (files of
 /// different sizes before a resize or crop).
@@ -37,19 +24,6 @@ struct image_shape {
   uint32_t width = 0;
   uint32_t channels = 0;
 };
-
-/// Checks a chain (known names, argument counts and ranges, `decode` first
-/// when the source gives files, normalize and gaussian-blur after
-/// to-tensor, a fixed output size) and returns the shape that comes out of
-/// it for inputs of `input`. Errors name the entry and what was expected.
-caf::expected<image_shape> check_chain(const std::vector<transform_spec>& chain,
-                                       image_shape input, bool encoded);
-
-/// The evaluation chain derived from a training chain: no augmentation.
-/// Flips and blurs are dropped, random-crop(S, P) becomes center-crop(S),
-/// random-resized-crop(S, ...) becomes resize(S) then center-crop(S).
-std::vector<transform_spec>
-eval_chain_of(const std::vector<transform_spec>& train);
 
 /// Whose random draws a sample's transforms make: a pure function of
 /// (seed, epoch, sample id, entry), so any worker makes the same sample.
@@ -65,11 +39,6 @@ struct sample_input {
   std::vector<char> encoded;
   cv::Mat pixels;
 };
-
-/// Runs a checked chain on one sample on the calling thread and returns
-/// HWC float32 pixels. A file that does not decode is errc::io_failure.
-caf::expected<cv::Mat> apply_chain(const std::vector<transform_spec>& chain,
-                                   sample_input input, const draw_key& key);
 
 // -- the transforms one by one (HWC images; tested on hand-made cases) ----
 

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <caf/expected.hpp>
+#include <caf/meta/type_name.hpp>
+
+namespace stoker {
+
+/// One use of a registered name in a config file: "random-crop(28, 4)" is
+/// name "random-crop" with args {28, 4}. Sources (`pipeline.source`),
+/// transforms (`pipeline.transforms`) and models (`trainer.model`) are all
+/// written this way; the registry (registry.hpp) says which names exist
+/// and what their arguments mean.
+struct entry_spec {
+  std::string name;
+  std::vector<double> args;
+  std::string text; ///< as written, for error messages
+  /// The registered entry's version, recorded by the head
+  /// (stamp_versions); empty until then.
+  std::string version;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, entry_spec& x) {
+  return f(caf::meta::type_name("entry_spec"), x.name, x.args, x.text,
+           x.version);
+}
+
+/// An entry as if written "name(a, b)" (just "name" without arguments):
+/// for entries made in code, e.g. a transform's evaluation form.
+entry_spec make_entry(std::string name, std::vector<double> args = {});
+
+/// Parses "name" or "name(a, b, ...)" with numeric arguments; the syntax
+/// only (the registry checks the name and the argument count). Errors
+/// (errc::invalid_config) quote the entry.
+caf::expected<entry_spec> parse_entry(std::string_view text);
+
+} // namespace stoker
