@@ -82,6 +82,10 @@ BOOST_AUTO_TEST_CASE(add_refuses_taken_and_empty_names_and_missing_functions) {
   auto unnamed = stoker_test::affine_transform();
   unnamed.name.clear();
   BOOST_TEST(has(msg(reg.add(unnamed)), "a transform without a name"));
+  auto spaced = stoker_test::affine_transform();
+  spaced.name = "my affine(2)";
+  BOOST_TEST(has(msg(reg.add(spaced)), "transform name 'my affine(2)': "
+                                       "expected letters, digits"));
   auto no_apply = stoker_test::affine_transform();
   no_apply.apply = nullptr;
   BOOST_TEST(has(msg(reg.add(no_apply)), "'affine' has no apply function"));

@@ -1,6 +1,7 @@
 #include "stoker/registry.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
 #include "stoker/detail/builtins.hpp"
@@ -21,6 +22,12 @@ caf::error admit(const std::vector<Def>& known, const Def& def,
   if (def.name.empty())
     return bad(std::string{"registry: a "} + kind
                + " without a name; expected the name config files use");
+  for (char c : def.name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_'
+        && c != '.')
+      return bad(std::string{"registry: "} + kind + " name '" + def.name
+                 + "': expected letters, digits, '-', '_' or '.' (config "
+                   "files write NAME(ARGS))");
   for (auto& k : known)
     if (k.name == def.name)
       return bad(std::string{"registry: "} + kind + " '" + def.name

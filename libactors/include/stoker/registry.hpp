@@ -147,14 +147,15 @@ struct model_def {
 class registry {
 public:
   /// Adds an entry. Refuses (errc::invalid_config, naming it) an empty or
-  /// taken name, a min_args above max_args, or a missing function (a
+  /// taken name, one with other characters than letters, digits, '-', '_'
+  /// and '.', a min_args above max_args, or a missing function (a
   /// transform's `apply`, a source's `resolve` and `open`, a model's
   /// `make`).
   caf::error add(source_def def);
   caf::error add(transform_def def);
   caf::error add(model_def def);
 
-  /// The entry of that name, or null.
+  /// The entry of that name, or null; valid until the next add().
   const source_def* source(std::string_view name) const;
   const transform_def* transform(std::string_view name) const;
   const model_def* model(std::string_view name) const;
