@@ -32,18 +32,7 @@ void blur_chain_avx2(float* plane, uint32_t h, uint32_t w, const float* taps,
 }
 
 uint64_t fma_peak_avx2(uint64_t iterations, float* sink) noexcept {
-  __m256 acc[10];
-  for (int i = 0; i < 10; ++i)
-    acc[i] = _mm256_set1_ps(static_cast<float>(i) * 1e-3f);
-  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (uint64_t n = 0; n < iterations; ++n)
-    for (int i = 0; i < 10; ++i)
-      acc[i] = _mm256_fmadd_ps(acc[i], a, b);
-  __m256 sum = acc[0];
-  for (int i = 1; i < 10; ++i)
-    sum = _mm256_add_ps(sum, acc[i]);
-  _mm256_storeu_ps(sink, sum);
-  return iterations * 10 * 8 * 2;
+  return avx2::fma_peak(iterations, sink);
 }
 
 } // namespace stoker::detail

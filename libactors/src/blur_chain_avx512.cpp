@@ -33,18 +33,7 @@ void blur_chain_avx512(float* plane, uint32_t h, uint32_t w,
 }
 
 uint64_t fma_peak_avx512(uint64_t iterations, float* sink) noexcept {
-  __m512 acc[10];
-  for (int i = 0; i < 10; ++i)
-    acc[i] = _mm512_set1_ps(static_cast<float>(i) * 1e-3f);
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  for (uint64_t n = 0; n < iterations; ++n)
-    for (int i = 0; i < 10; ++i)
-      acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  __m512 sum = acc[0];
-  for (int i = 1; i < 10; ++i)
-    sum = _mm512_add_ps(sum, acc[i]);
-  _mm512_storeu_ps(sink, sum);
-  return iterations * 10 * 16 * 2;
+  return avx512::fma_peak(iterations, sink);
 }
 
 } // namespace stoker::detail

@@ -138,24 +138,6 @@ void blur_stage_opencv(const blur_params& p, image_batch& batch) {
   }
 }
 
-// The hand-written chain: ToTensor into a 64-byte aligned scratch image
-// (aligned rows: no vector load or store splits a cache line), every plane
-// through all its blurs there while it sits in L2, then one copy back.
-void blur_stage_stoker(const blur_params& p, cpu_isa isa,
-                       image_batch& batch) {
-  std::vector<float> work(batch.image_elements() + 16);
-  float* planes = align64(work.data());
-  std::vector<float> taps(size_t{p.repeat} * p.kernel_size);
-  for (size_t i = 0; i < batch.size(); ++i) {
-    float* img = batch.image(i);
-    hwc_to_chw(img, planes, batch.height, batch.width, batch.channels);
-    blur_taps(p, batch.epoch, batch.sample_ids[i], taps.data());
-    blur_planes_stoker(planes, batch.height, batch.width, batch.channels,
-                       taps.data(), p.kernel_size, p.repeat, isa);
-    std::copy(planes, planes + batch.image_elements(), img);
-  }
-}
-
 } // namespace
 
 void apply_blur_stage(const blur_params& p, image_batch& batch) {

@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "stoker/detail/blur_chain.hpp"
 #include "stoker/errors.hpp"
+#include "stoker/messages.hpp"
 
 // Choosing and running the hand-written blur chain; the chain itself is in
 // blur_chain_{avx512,avx2,scalar}.cpp.
@@ -109,44 +111,60 @@ caf::expected<blur_choice> resolve_blur(const blur_params& p) {
   return out;
 }
 
+namespace {
+
+// `p` moved up to the next 64-byte boundary (at most 15 floats on): where
+// vector loads and stores do not split cache lines.
 float* align64(float* p) noexcept {
   auto at = reinterpret_cast<uintptr_t>(p);
   return p + ((64 - at % 64) % 64) / sizeof(float);
 }
 
-void blur_planes_stoker(float* chw, uint32_t height, uint32_t width,
-                        uint32_t planes, const float* taps,
-                        uint32_t kernel_size, uint32_t calls, cpu_isa isa) {
-  if (kernel_size % 2 == 0 || kernel_size > 99)
-    throw std::invalid_argument("stoker blur: kernel size "
-                                + std::to_string(kernel_size)
-                                + ", expected an odd size up to 99");
-  detail::blur_chain_fn run = nullptr;
+detail::blur_chain_fn chain_for(cpu_isa isa) noexcept {
   switch (isa) {
     case cpu_isa::avx512:
-      run = detail::blur_chain_avx512;
-      break;
+      return detail::blur_chain_avx512;
     case cpu_isa::avx2:
-      run = detail::blur_chain_avx2;
-      break;
+      return detail::blur_chain_avx2;
     case cpu_isa::scalar:
-      run = detail::blur_chain_scalar;
-      break;
+      return detail::blur_chain_scalar;
     case cpu_isa::automatic:
       break;
   }
+  return nullptr;
+}
+
+} // namespace
+
+void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch) {
+  if (p.kernel_size % 2 == 0 || p.kernel_size > 99)
+    throw std::invalid_argument("stoker blur: kernel size "
+                                + std::to_string(p.kernel_size)
+                                + ", expected an odd size up to 99");
+  auto run = chain_for(isa);
   if (run == nullptr || !cpu_supports(isa))
     throw std::invalid_argument("stoker blur: ISA \"" + to_string(isa)
                                 + "\" does not run here (this CPU runs \""
                                 + to_string(best_cpu_isa()) + "\" at best)");
-  uint32_t radius = kernel_size / 2;
-  // 64-byte aligned, so that the ring's full-vector stores never split a
-  // cache line.
-  std::vector<float> scratch(detail::blur_chain_scratch(width, radius) + 16);
-  float* aligned = align64(scratch.data());
-  size_t plane = size_t{height} * width;
-  for (uint32_t c = 0; c < planes; ++c)
-    run(chw + c * plane, height, width, taps, calls, radius, aligned);
+  uint32_t radius = p.kernel_size / 2;
+  // Once per batch: the image (aligned rows: no vector load or store splits
+  // a cache line), the chain's ring, the taps.
+  std::vector<float> work(batch.image_elements() + 16);
+  float* planes = align64(work.data());
+  std::vector<float> ring(detail::blur_chain_scratch(batch.width, radius)
+                          + 16);
+  float* scratch = align64(ring.data());
+  std::vector<float> taps(size_t{p.repeat} * p.kernel_size);
+  size_t plane = size_t{batch.height} * batch.width;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    float* img = batch.image(i);
+    hwc_to_chw(img, planes, batch.height, batch.width, batch.channels);
+    blur_taps(p, batch.epoch, batch.sample_ids[i], taps.data());
+    for (uint32_t c = 0; c < batch.channels; ++c)
+      run(planes + c * plane, batch.height, batch.width, taps.data(),
+          p.repeat, radius, scratch);
+    std::copy(planes, planes + batch.image_elements(), img);
+  }
 }
 
 } // namespace stoker

@@ -166,7 +166,7 @@ caf::expected<source_view> resolve_synthetic(const data_spec& data,
                "\"image-folder\"");
   source_view v;
   v.input = {image.height, image.width, image.channels};
-  v.train_size = data.train_size; // pipeline.dataset-size, set by the caller
+  v.train_size = data.train_limit; // pipeline.dataset-size
   v.num_classes = image.num_classes;
   return v;
 }

@@ -44,8 +44,6 @@ caf::error resolve_data(data_spec& data, source_spec& source,
   if (auto err = reg.check_source(data.source))
     return err;
   data.seed = source.seed;
-  if (data.source.name == "synthetic")
-    data.train_size = source.dataset_size;
   caf::expected<source_view> view{caf::error{}};
   try {
     view = reg.source(data.source.name)->resolve(data, image);

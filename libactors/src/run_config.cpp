@@ -358,9 +358,11 @@ caf::expected<run_config> read_run_config(const caf::settings& content,
   r.text("pipeline.eval-data", d.eval_data);
   r.unsigned_int("pipeline.eval-size", d.eval_limit, 0,
                  std::numeric_limits<int64_t>::max());
-  if (d.source.name != "synthetic"
-      && caf::get_if(&content, "pipeline.dataset-size") != nullptr)
-    d.train_limit = cfg.source.dataset_size; // a subset of the files
+  // The synthetic source makes exactly that many; a real one keeps a subset
+  // of its samples when the key is given.
+  if (d.source.name == "synthetic"
+      || caf::get_if(&content, "pipeline.dataset-size") != nullptr)
+    d.train_limit = cfg.source.dataset_size;
   for (auto [key, chain] :
        {std::pair{"pipeline.transforms", &d.transforms},
         std::pair{"pipeline.eval-transforms", &d.eval_transforms}}) {

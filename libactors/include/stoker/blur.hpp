@@ -71,19 +71,6 @@ struct blur_choice {
 };
 caf::expected<blur_choice> resolve_blur(const blur_params& p);
 
-/// The hand-written chain on `planes` CHW planes of h x w at `chw`, in
-/// place: `calls` blurs, call c with the kernel_size taps at
-/// taps + c * kernel_size (symmetric, gaussian_kernel's), the same for every
-/// plane; reflect-101 borders. `isa` must be one the CPU runs (not
-/// automatic). Runs on the calling thread; kernel_size at most 99.
-/// `p` moved up to the next 64-byte boundary (at most 15 floats on):
-/// where vector loads and stores do not split cache lines.
-float* align64(float* p) noexcept;
-
-void blur_planes_stoker(float* chw, uint32_t height, uint32_t width,
-                        uint32_t planes, const float* taps,
-                        uint32_t kernel_size, uint32_t calls, cpu_isa isa);
-
 /// The normalized 1-D kernel exp(-x^2 / (2 sigma^2)), x = -r..r, r =
 /// kernel_size / 2, summing to 1 (computed in double, stored as float).
 std::vector<float> gaussian_kernel(float sigma, uint32_t kernel_size);
@@ -124,6 +111,15 @@ void blur_plane_opencv(const float* src, float* dst, uint32_t height,
 void blur_image_opencv(const float* src, float* dst, uint32_t height,
                        uint32_t width, uint32_t channels,
                        const std::vector<float>& kernel);
+
+/// The stage through the hand-written chain on `isa` (one the CPU runs,
+/// not automatic; resolve_blur's choice): each image HWC to CHW into a
+/// 64-byte aligned scratch image, every plane through all its blurs there
+/// (call c with the taps of blur_taps), then copied back. Reflect-101
+/// borders. In place on the calling thread; the batch stays HWC-ordered
+/// for apply_blur_stage to relabel. Throws std::invalid_argument for an
+/// even kernel or one above 99, or an ISA this CPU does not run.
+void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch);
 
 /// Runs the whole stage on every image of `batch`, in place: the batch goes
 /// in HWC and comes out CHW, through resolve_blur(p)'s implementation (the

@@ -31,7 +31,9 @@ struct data_spec {
   std::vector<transform_spec> transforms;
   std::vector<transform_spec> eval_transforms; ///< no augmentation
   bool eval = false;         ///< test split after each epoch
-  uint64_t train_limit = 0;  ///< use the first N of a fixed subset; 0 = all
+  /// pipeline.dataset-size: the synthetic source's size; a real source's
+  /// fixed subset of N samples (0 = all).
+  uint64_t train_limit = 0;
   uint64_t eval_limit = 0;
   uint64_t seed = 0; ///< pipeline.seed: picks the subset of a limit
   // -- what resolve_data found

@@ -209,4 +209,21 @@ inline void run_chain(float* plane, uint32_t h, uint32_t w,
   }
 }
 
+// The FMA ceiling (blur_chain.hpp's fma_peak_*): ten independent
+// accumulators, enough in flight to hide the instruction's latency.
+inline uint64_t fma_peak(uint64_t iterations, float* sink) {
+  typename vec::type acc[10];
+  for (int i = 0; i < 10; ++i)
+    acc[i] = vec::set1(static_cast<float>(i) * 1e-3f);
+  const auto a = vec::set1(0.999999f), b = vec::set1(1e-7f);
+  for (uint64_t n = 0; n < iterations; ++n)
+    for (int i = 0; i < 10; ++i)
+      acc[i] = vec::fma(acc[i], a, b);
+  auto sum = acc[0];
+  for (int i = 1; i < 10; ++i)
+    sum = vec::add(sum, acc[i]);
+  vec::store(sink, sum);
+  return iterations * 10 * lanes * 2;
+}
+
 } // namespace stoker::detail::STOKER_BLUR_NS
