@@ -11,7 +11,7 @@ using namespace stoker_test;
 
 namespace {
 
-// Head, a sim trainer and two one-worker nodes, `fast` and `slow` (3x the
+// Head, a sim trainer and two one-worker nodes, `fast` and `slow` (4x the
 // blur work), as processes; 100 batches of 16 96x96 images, workers the
 // bottleneck. Returns the JSON run report.
 std::string run_fast_and_slow(const std::string& tag,
@@ -45,7 +45,7 @@ std::string run_fast_and_slow(const std::string& tag,
                           "--worker.count=1", at},
                          tmp_path(tag + "-fast.log"));
   auto slow = start_node({"--role=worker", "--node.name=slow",
-                          "--worker.count=1", "--worker.slowdown=3", at},
+                          "--worker.count=1", "--worker.slowdown=4", at},
                          tmp_path(tag + "-slow.log"));
   BOOST_TEST(wait_exit(head, 120s) == 0);
   for (auto* c : {&trainer, &fast, &slow})
