@@ -62,13 +62,13 @@ const shape shapes[] = {{1, 1},  {5, 7},   {37, 53}, {2, 300},
 BOOST_AUTO_TEST_SUITE(blur_stoker)
 
 BOOST_AUTO_TEST_CASE(parses_impl_and_isa_names_and_rejects_others) {
-  BOOST_TEST((parse_blur_impl("stoker") == blur_impl::stoker));
-  BOOST_TEST((parse_blur_impl("opencv") == blur_impl::opencv));
-  BOOST_TEST((parse_blur_impl("auto") == blur_impl::automatic));
-  BOOST_TEST(!parse_blur_impl("fast").has_value());
-  BOOST_TEST((parse_cpu_isa("avx512") == cpu_isa::avx512));
-  BOOST_TEST((parse_cpu_isa("scalar") == cpu_isa::scalar));
-  BOOST_TEST(!parse_cpu_isa("sse2").has_value());
+  BOOST_TEST((parse_enum<blur_impl>("stoker") == blur_impl::stoker));
+  BOOST_TEST((parse_enum<blur_impl>("opencv") == blur_impl::opencv));
+  BOOST_TEST((parse_enum<blur_impl>("auto") == blur_impl::automatic));
+  BOOST_TEST(!parse_enum<blur_impl>("fast").has_value());
+  BOOST_TEST((parse_enum<cpu_isa>("avx512") == cpu_isa::avx512));
+  BOOST_TEST((parse_enum<cpu_isa>("scalar") == cpu_isa::scalar));
+  BOOST_TEST(!parse_enum<cpu_isa>("sse2").has_value());
 }
 
 BOOST_AUTO_TEST_CASE(every_runnable_isa_equals_the_reference) {

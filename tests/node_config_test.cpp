@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include "stoker/blur.hpp"
 #include "stoker/errors.hpp"
 #include "stoker/node_config.hpp"
 #include "stoker/registry.hpp"

@@ -31,10 +31,10 @@ bool contains(const std::string& text, const std::string& part) {
 BOOST_AUTO_TEST_SUITE(offload)
 
 BOOST_AUTO_TEST_CASE(parses_placement_names_and_rejects_others) {
-  BOOST_TEST((parse_blur_placement("cpu") == blur_placement::cpu));
-  BOOST_TEST((parse_blur_placement("gpu") == blur_placement::gpu));
-  BOOST_TEST((parse_blur_placement("auto") == blur_placement::automatic));
-  BOOST_TEST(!parse_blur_placement("cuda").has_value());
+  BOOST_TEST((parse_enum<blur_placement>("cpu") == blur_placement::cpu));
+  BOOST_TEST((parse_enum<blur_placement>("gpu") == blur_placement::gpu));
+  BOOST_TEST((parse_enum<blur_placement>("auto") == blur_placement::automatic));
+  BOOST_TEST(!parse_enum<blur_placement>("cuda").has_value());
   BOOST_TEST(to_string(blur_placement::automatic) == "auto");
 }
 

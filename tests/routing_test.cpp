@@ -19,18 +19,18 @@ void report_rate(routing_table& t, size_t w, double rate) {
 BOOST_AUTO_TEST_SUITE(routing)
 
 BOOST_AUTO_TEST_CASE(parses_policy_names_and_rejects_others) {
-  BOOST_TEST((parse_routing_policy("least-loaded")
+  BOOST_TEST((parse_enum<routing_policy>("least-loaded")
               == routing_policy::least_loaded));
-  BOOST_TEST((parse_routing_policy("round-robin")
+  BOOST_TEST((parse_enum<routing_policy>("round-robin")
               == routing_policy::round_robin));
-  BOOST_TEST((parse_routing_policy("local-only")
+  BOOST_TEST((parse_enum<routing_policy>("local-only")
               == routing_policy::local_only));
-  BOOST_TEST((parse_routing_policy("power-of-two")
+  BOOST_TEST((parse_enum<routing_policy>("power-of-two")
               == routing_policy::power_of_two));
-  BOOST_TEST(!parse_routing_policy("random").has_value());
+  BOOST_TEST(!parse_enum<routing_policy>("random").has_value());
   for (auto p : {routing_policy::least_loaded, routing_policy::round_robin,
                  routing_policy::local_only, routing_policy::power_of_two})
-    BOOST_TEST((parse_routing_policy(to_string(p)) == p));
+    BOOST_TEST((parse_enum<routing_policy>(to_string(p)) == p));
   BOOST_TEST(to_string(routing_policy::least_loaded) == "least-loaded");
 }
 

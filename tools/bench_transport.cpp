@@ -126,7 +126,7 @@ void row(const char* what, double value, const char* format = "%10.2f") {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int batches = argc > 1 ? std::atoi(argv[1]) : 40;
-  auto wire = stoker::parse_dtype(argc > 2 ? argv[2] : "float32");
+  auto wire = stoker::parse_enum<stoker::dtype>(argc > 2 ? argv[2] : "float32");
   if (batches <= 0 || !wire) {
     std::fprintf(stderr, "usage: stoker-bench-transport [BATCHES>0 "
                          "[float32|float16|bfloat16]]\n");

@@ -15,54 +15,6 @@
 
 namespace stoker {
 
-std::optional<blur_impl> parse_blur_impl(std::string_view name) {
-  if (name == "auto")
-    return blur_impl::automatic;
-  if (name == "opencv")
-    return blur_impl::opencv;
-  if (name == "stoker")
-    return blur_impl::stoker;
-  return std::nullopt;
-}
-
-std::optional<cpu_isa> parse_cpu_isa(std::string_view name) {
-  if (name == "auto")
-    return cpu_isa::automatic;
-  if (name == "avx512")
-    return cpu_isa::avx512;
-  if (name == "avx2")
-    return cpu_isa::avx2;
-  if (name == "scalar")
-    return cpu_isa::scalar;
-  return std::nullopt;
-}
-
-std::string to_string(blur_impl x) {
-  switch (x) {
-    case blur_impl::automatic:
-      return "auto";
-    case blur_impl::opencv:
-      return "opencv";
-    case blur_impl::stoker:
-      return "stoker";
-  }
-  return "?";
-}
-
-std::string to_string(cpu_isa x) {
-  switch (x) {
-    case cpu_isa::automatic:
-      return "auto";
-    case cpu_isa::avx512:
-      return "avx512";
-    case cpu_isa::avx2:
-      return "avx2";
-    case cpu_isa::scalar:
-      return "scalar";
-  }
-  return "?";
-}
-
 bool cpu_supports(cpu_isa isa) noexcept {
   // GCC's CPU model checks the OS saves the vector state (XCR0) too.
   switch (isa) {

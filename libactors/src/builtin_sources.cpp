@@ -9,6 +9,7 @@
 #include "stoker/idx_file.hpp"
 #include "stoker/image_folder.hpp"
 #include "stoker/registry.hpp"
+#include "stoker/synthetic_mapper.hpp"
 
 namespace stoker::detail {
 

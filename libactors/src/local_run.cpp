@@ -10,6 +10,7 @@
 #include "stoker/actors.hpp"
 #include "stoker/cuda_devices.hpp"
 #include "stoker/detail/peak_rss.hpp"
+#include "stoker/epoch_source.hpp"
 #include "stoker/errors.hpp"
 #include "stoker/node_consoles.hpp"
 

@@ -16,29 +16,6 @@ size_t dtype_size(dtype t) noexcept {
   return 0;
 }
 
-std::string to_string(dtype t) {
-  switch (t) {
-    case dtype::float32:
-      return "float32";
-    case dtype::float16:
-      return "float16";
-    case dtype::bfloat16:
-      return "bfloat16";
-  }
-  return "unknown dtype";
-}
-
-std::optional<dtype> parse_dtype(std::string_view name) {
-  for (auto t : {dtype::float32, dtype::float16, dtype::bfloat16})
-    if (name == to_string(t))
-      return t;
-  return std::nullopt;
-}
-
-std::string to_string(layout x) {
-  return x == layout::hwc ? "HWC" : x == layout::chw ? "CHW" : "unknown";
-}
-
 image_batch float_batch_for(const work_item& item, layout order,
                             uint32_t height, uint32_t width,
                             uint32_t channels) {

@@ -5,28 +5,6 @@
 
 namespace stoker {
 
-std::optional<blur_placement> parse_blur_placement(std::string_view name) {
-  if (name == "cpu")
-    return blur_placement::cpu;
-  if (name == "gpu")
-    return blur_placement::gpu;
-  if (name == "auto")
-    return blur_placement::automatic;
-  return std::nullopt;
-}
-
-std::string to_string(blur_placement p) {
-  switch (p) {
-    case blur_placement::cpu:
-      return "cpu";
-    case blur_placement::gpu:
-      return "gpu";
-    case blur_placement::automatic:
-      return "auto";
-  }
-  return "?";
-}
-
 namespace {
 
 std::string percent(double x) {

@@ -58,7 +58,7 @@ caf::result<std::string> set_option(router_ptr self, const std::string& key,
                                   const std::string& value) {
   auto& s = self->state;
   if (key == "router.policy") {
-    auto p = parse_routing_policy(value);
+    auto p = parse_enum<routing_policy>(value);
     if (!p)
       return make_error(errc::invalid_config,
                         "router.policy = " + value

@@ -5,32 +5,6 @@
 
 namespace stoker {
 
-std::optional<routing_policy> parse_routing_policy(std::string_view name) {
-  if (name == "least-loaded")
-    return routing_policy::least_loaded;
-  if (name == "round-robin")
-    return routing_policy::round_robin;
-  if (name == "local-only")
-    return routing_policy::local_only;
-  if (name == "power-of-two")
-    return routing_policy::power_of_two;
-  return std::nullopt;
-}
-
-std::string to_string(routing_policy p) {
-  switch (p) {
-    case routing_policy::least_loaded:
-      return "least-loaded";
-    case routing_policy::round_robin:
-      return "round-robin";
-    case routing_policy::local_only:
-      return "local-only";
-    case routing_policy::power_of_two:
-      return "power-of-two";
-  }
-  return "unknown";
-}
-
 routing_table::routing_table(routing_policy policy, uint64_t stale_after_ns,
                              uint64_t seed) noexcept
   : policy_(policy),

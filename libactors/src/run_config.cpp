@@ -8,53 +8,12 @@
 
 #include <caf/config_value.hpp>
 
+#include "stoker/blur.hpp"
 #include "stoker/dataset.hpp"
 #include "stoker/errors.hpp"
 #include "stoker/registry.hpp"
 
 namespace stoker {
-
-std::optional<device_kind> parse_device(std::string_view name) {
-  if (name == "auto")
-    return device_kind::auto_select;
-  if (name == "cuda")
-    return device_kind::cuda;
-  if (name == "cpu")
-    return device_kind::cpu;
-  if (name == "sim")
-    return device_kind::sim;
-  return std::nullopt;
-}
-
-std::string to_string(device_kind d) {
-  switch (d) {
-    case device_kind::auto_select:
-      return "auto";
-    case device_kind::cuda:
-      return "cuda";
-    case device_kind::cpu:
-      return "cpu";
-    case device_kind::sim:
-      return "sim";
-  }
-  return "unknown";
-}
-
-std::optional<optimizer_kind> parse_optimizer_kind(std::string_view name) {
-  if (name == "sgd")
-    return optimizer_kind::sgd;
-  if (name == "adamw")
-    return optimizer_kind::adamw;
-  return std::nullopt;
-}
-
-std::optional<lr_schedule> parse_lr_schedule(std::string_view name) {
-  if (name == "constant")
-    return lr_schedule::constant;
-  if (name == "cosine")
-    return lr_schedule::cosine;
-  return std::nullopt;
-}
 
 double learning_rate_at(const trainer_spec& spec, uint64_t step) {
   if (spec.schedule != lr_schedule::cosine || spec.total_steps == 0)
@@ -334,9 +293,9 @@ caf::expected<run_config> read_run_config(const caf::settings& content,
   cfg.source.seed = cfg.synthetic.seed = cfg.blur.seed = seed;
   cfg.blur.sigma_min = static_cast<float>(sigma_min);
   cfg.blur.sigma_max = static_cast<float>(sigma_max);
-  r.choice("pipeline.blur-impl", cfg.blur.impl, parse_blur_impl,
+  r.choice("pipeline.blur-impl", cfg.blur.impl, parse_enum<blur_impl>,
            "\"auto\", \"opencv\" or \"stoker\"");
-  r.choice("pipeline.blur-isa", cfg.blur.isa, parse_cpu_isa,
+  r.choice("pipeline.blur-isa", cfg.blur.isa, parse_enum<cpu_isa>,
            "\"auto\", \"avx512\", \"avx2\" or \"scalar\"");
   if (auto choice = resolve_blur(cfg.blur);
       !choice && (cfg.blur.impl == blur_impl::opencv || cfg.role == "local"))
@@ -379,7 +338,7 @@ caf::expected<run_config> read_run_config(const caf::settings& content,
     }
   }
   r.boolean("trainer.eval", d.eval);
-  r.choice("pipeline.placement", cfg.router.placement, parse_blur_placement,
+  r.choice("pipeline.placement", cfg.router.placement, parse_enum<blur_placement>,
            "\"cpu\", \"gpu\" or \"auto\"");
   if (cfg.router.placement != blur_placement::cpu
       && !fused_synthetic(d))
@@ -389,7 +348,7 @@ caf::expected<run_config> read_run_config(const caf::settings& content,
              "\"cpu\" with this pipeline");
   // -- router and workers
   auto& rs = cfg.router;
-  r.choice("router.policy", rs.policy, parse_routing_policy,
+  r.choice("router.policy", rs.policy, parse_enum<routing_policy>,
            "\"least-loaded\", \"round-robin\", \"local-only\" or "
            "\"power-of-two\"");
   r.unsigned_int("router.window", rs.window, 1, 100000);
@@ -404,14 +363,14 @@ caf::expected<run_config> read_run_config(const caf::settings& content,
              "straggler; below that every batch would be sent twice)");
   r.real("worker.slowdown", cfg.slowdown, 1.0, 1000.0);
   r.unsigned_int("worker.count", cfg.workers, 0, 4096);
-  r.choice("transport.dtype", cfg.transport, parse_dtype,
+  r.choice("transport.dtype", cfg.transport, parse_enum<dtype>,
            "\"float32\", \"float16\" or \"bfloat16\"");
   r.boolean("transport.batch-stream", cfg.batch_stream);
   if (cfg.workers == 0)
     cfg.workers = std::max(1u, std::thread::hardware_concurrency());
   // -- trainer and model
   auto& t = cfg.trainer;
-  r.choice("trainer.device", t.device, parse_device,
+  r.choice("trainer.device", t.device, parse_enum<device_kind>,
            "\"auto\", \"cuda\", \"cpu\" or \"sim\"");
   r.unsigned_int("trainer.sim-step-ms", t.sim_step_ms, 0, 3600000);
   r.unsigned_int("trainer.log-every", t.log_every, 1, u32_max);
@@ -425,10 +384,10 @@ caf::expected<run_config> read_run_config(const caf::settings& content,
   if (!r.error())
     if (auto err = reg.check_model(t.model_entry))
       r.fail(describe(err));
-  r.choice("trainer.optimizer", t.optimizer, parse_optimizer_kind,
+  r.choice("trainer.optimizer", t.optimizer, parse_enum<optimizer_kind>,
            "\"sgd\" or \"adamw\"");
   r.real("trainer.weight-decay", t.weight_decay, 0.0, 10.0);
-  r.choice("trainer.lr-schedule", t.schedule, parse_lr_schedule,
+  r.choice("trainer.lr-schedule", t.schedule, parse_enum<lr_schedule>,
            "\"constant\" or \"cosine\"");
   if (cfg.resume && cfg.role != "local" && cfg.role != "trainer")
     r.fail("--resume with --role=" + cfg.role

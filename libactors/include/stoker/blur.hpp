@@ -12,55 +12,15 @@
 #include <caf/meta/type_name.hpp>
 
 #include "stoker/messages.hpp"
+#include "stoker/options.hpp"
 
 namespace stoker {
-
-/// Which CPU blur runs the stage (`pipeline.blur-impl`).
-enum class blur_impl : uint8_t {
-  automatic = 0, ///< stoker where the CPU has AVX2 or AVX-512, else opencv
-  opencv = 1,    ///< OpenCV's sepFilter2D, one call per blur
-  stoker = 2,    ///< the hand-written chain (detail/blur_chain.hpp)
-};
-
-/// Which instruction set the hand-written chain uses (`pipeline.blur-isa`).
-enum class cpu_isa : uint8_t {
-  automatic = 0, ///< the widest this CPU runs
-  avx512 = 1,    ///< AVX-512F, 16 floats a vector
-  avx2 = 2,      ///< AVX2 with FMA, 8 floats a vector
-  scalar = 3,    ///< one float at a time: any CPU
-};
-
-/// Parses "auto", "opencv" or "stoker".
-std::optional<blur_impl> parse_blur_impl(std::string_view name);
-/// Parses "auto", "avx512", "avx2" or "scalar".
-std::optional<cpu_isa> parse_cpu_isa(std::string_view name);
-std::string to_string(blur_impl x);
-std::string to_string(cpu_isa x);
 
 /// Whether this CPU (and OS) runs `isa`; automatic and scalar always.
 bool cpu_supports(cpu_isa isa) noexcept;
 
 /// The widest ISA this CPU runs: avx512, avx2 or scalar.
 cpu_isa best_cpu_isa() noexcept;
-
-/// The blur stage of the article's pipeline: ToTensor (HWC -> CHW), then
-/// GaussianBlur(kernel_size) `repeat` times, each call with its own sigma
-/// drawn uniformly from [sigma_min, sigma_max] (torchvision's semantics).
-struct blur_params {
-  uint64_t seed = 0;
-  uint32_t kernel_size = 11; ///< odd, >= 1
-  float sigma_min = 0.1f;
-  float sigma_max = 2.0f;
-  uint32_t repeat = 10;
-  blur_impl impl = blur_impl::automatic; ///< pipeline.blur-impl
-  cpu_isa isa = cpu_isa::automatic;      ///< pipeline.blur-isa (stoker)
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, blur_params& x) {
-  return f(caf::meta::type_name("blur_params"), x.seed, x.kernel_size,
-           x.sigma_min, x.sigma_max, x.repeat, x.impl, x.isa);
-}
 
 /// What `p` runs as on this CPU: neither field automatic. Fails
 /// (errc::invalid_config) for an ISA this CPU lacks, naming it and what

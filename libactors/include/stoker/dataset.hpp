@@ -9,54 +9,13 @@
 #include <caf/meta/type_name.hpp>
 
 #include "stoker/entry_spec.hpp"
-#include "stoker/epoch_source.hpp"
+#include "stoker/options.hpp"
 #include "stoker/permutation.hpp"
-#include "stoker/synthetic_mapper.hpp"
 #include "stoker/transforms.hpp"
 
 namespace stoker {
 
 class registry;
-
-/// A run's data: where it is, how samples are transformed, and (filled by
-/// resolve_data on the head, then sent to every node) what is there.
-struct data_spec {
-  /// pipeline.source: a registered source (registry.hpp) and its arguments.
-  entry_spec source = make_entry("synthetic");
-  /// idx: a directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte
-  /// (each plain or .gz); image-folder: the training folder.
-  std::string data;
-  std::string eval_data; ///< image-folder: the test folder
-  /// Empty with a synthetic source: the article's fused blur stage.
-  std::vector<transform_spec> transforms;
-  std::vector<transform_spec> eval_transforms; ///< no augmentation
-  bool eval = false;         ///< test split after each epoch
-  /// pipeline.dataset-size: the synthetic source's size; a real source's
-  /// fixed subset of N samples (0 = all).
-  uint64_t train_limit = 0;
-  uint64_t eval_limit = 0;
-  uint64_t seed = 0; ///< pipeline.seed: picks the subset of a limit
-  // -- what resolve_data found
-  uint64_t train_size = 0;
-  uint64_t eval_size = 0;
-  uint32_t num_classes = 0;
-  image_shape output;      ///< what the trainer gets (CHW)
-  std::string fingerprint; ///< of the file listings (image-folder)
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, image_shape& x) {
-  return f(caf::meta::type_name("image_shape"), x.height, x.width,
-           x.channels);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, data_spec& x) {
-  return f(caf::meta::type_name("data_spec"), x.source, x.data, x.eval_data,
-           x.transforms, x.eval_transforms, x.eval, x.train_limit,
-           x.eval_limit, x.seed, x.train_size, x.eval_size, x.num_classes, x.output,
-           x.fingerprint);
-}
 
 /// One split of a dataset as a worker reads it. Implementations are
 /// immutable once opened: one instance is shared by a node's workers and

@@ -1,5 +1,7 @@
 #pragma once
 
+// stoker layer: core
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +30,10 @@ typename Inspector::result_type inspect(Inspector& f, entry_spec& x) {
   return f(caf::meta::type_name("entry_spec"), x.name, x.args, x.text,
            x.version);
 }
+
+/// One entry of `pipeline.transforms`: a registered transform's name with
+/// its arguments (registry.hpp; the chain's checks in transform_chain.hpp).
+using transform_spec = entry_spec;
 
 /// An entry as if written "name(a, b)" (just "name" without arguments):
 /// for entries made in code, e.g. a transform's evaluation form.

@@ -6,28 +6,10 @@
 #include <caf/meta/type_name.hpp>
 
 #include "stoker/messages.hpp"
+#include "stoker/options.hpp"
 #include "stoker/permutation.hpp"
 
 namespace stoker {
-
-/// What the source hands out: `epochs` passes over ids 0..dataset_size-1 in
-/// batches of `batch_size` (the last batch of an epoch may be smaller),
-/// each followed, when eval_size > 0, by the test split's ids
-/// 0..eval_size-1 in order (work items of split::test).
-struct source_spec {
-  uint64_t dataset_size = 0;
-  uint32_t batch_size = 64;
-  uint32_t epochs = 1;
-  bool shuffle = true; ///< a fresh permutation per epoch, from (seed, epoch)
-  uint64_t seed = 0;
-  uint64_t eval_size = 0; ///< test samples evaluated after each epoch
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, source_spec& x) {
-  return f(caf::meta::type_name("source_spec"), x.dataset_size, x.batch_size,
-           x.epochs, x.shuffle, x.seed, x.eval_size);
-}
 
 /// The source's cursor: hands out work items in order, one batch at a
 /// time, holding O(1) memory whatever the dataset size. Not thread-safe:

@@ -1,5 +1,7 @@
 #pragma once
 
+// stoker layer: core
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,6 +12,8 @@
 #include <caf/atom.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include "stoker/enum_names.hpp"
+
 namespace stoker {
 
 /// Element type of an image buffer. Workers make float32; 16-bit types
@@ -17,20 +21,33 @@ namespace stoker {
 /// back. The tag travels with every batch.
 enum class dtype : uint8_t { float32 = 1, float16 = 2, bfloat16 = 3 };
 
-/// Parses "float32", "float16" or "bfloat16".
-std::optional<dtype> parse_dtype(std::string_view name);
+template <>
+struct enum_names<dtype> {
+  static constexpr enum_name<dtype> table[] = {{dtype::float32, "float32"},
+                                               {dtype::float16, "float16"},
+                                               {dtype::bfloat16, "bfloat16"}};
+};
 
 /// Memory order of an image buffer: HWC as decoded, CHW after ToTensor.
 enum class layout : uint8_t { hwc = 1, chw = 2 };
 
+template <>
+struct enum_names<layout> {
+  static constexpr enum_name<layout> table[] = {{layout::hwc, "HWC"},
+                                                {layout::chw, "CHW"}};
+};
+
 /// Bytes per element of `t`.
 size_t dtype_size(dtype t) noexcept;
 
-std::string to_string(dtype t);
-std::string to_string(layout x);
-
 /// The train or the test split of a dataset.
 enum class split : uint8_t { train = 0, test = 1 };
+
+template <>
+struct enum_names<split> {
+  static constexpr enum_name<split> table[] = {{split::train, "train"},
+                                               {split::test, "test"}};
+};
 
 /// One lease of work: which samples go into which batch. Small by design:
 /// the data is made where it is needed, never shipped from the source.

@@ -5,20 +5,9 @@
 #include <string>
 #include <string_view>
 
+#include "stoker/options.hpp"
+
 namespace stoker {
-
-/// Where the article's blur stage runs (`pipeline.placement`).
-enum class blur_placement {
-  cpu,       ///< on the workers, always (the default)
-  gpu,       ///< on the trainer's GPU, always: workers send unblurred HWC
-  automatic, ///< the router moves a share of the batches (see below)
-};
-
-/// Parses "cpu", "gpu" or "auto".
-std::optional<blur_placement> parse_blur_placement(std::string_view name);
-
-/// The config-file name of `p`.
-std::string to_string(blur_placement p);
 
 /// Thresholds of the automatic placement.
 struct offload_limits {

@@ -8,23 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "stoker/options.hpp"
+
 namespace stoker {
-
-/// How the router picks a worker for the next work item.
-enum class routing_policy {
-  least_loaded, ///< least expected delay: (queued + in flight + item) / rate
-  round_robin,  ///< every worker in turn, whatever its load (a baseline)
-  local_only,   ///< least-loaded among workers on the trainer's machine
-                ///< only (the single-machine baseline)
-  power_of_two, ///< two workers drawn at random, the better one: two delay
-                ///< estimates per pick instead of one per worker
-};
-
-/// Parses "least-loaded", "round-robin", "local-only" or "power-of-two".
-std::optional<routing_policy> parse_routing_policy(std::string_view name);
-
-/// The config-file name of `p`.
-std::string to_string(routing_policy p);
 
 /// What the router knows of one worker.
 struct worker_load {

@@ -5,23 +5,9 @@
 #include <caf/meta/type_name.hpp>
 
 #include "stoker/messages.hpp"
+#include "stoker/options.hpp"
 
 namespace stoker {
-
-/// Shape and seed of the article's synthetic dataset.
-struct synthetic_spec {
-  uint64_t seed = 0;
-  uint32_t height = 224;
-  uint32_t width = 224;
-  uint32_t channels = 3;
-  uint32_t num_classes = 1000;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, synthetic_spec& x) {
-  return f(caf::meta::type_name("synthetic_spec"), x.seed, x.height, x.width,
-           x.channels, x.num_classes);
-}
 
 /// Label of sample `id`: id % num_classes, as in the article.
 int64_t synthetic_label(uint64_t id, uint32_t num_classes) noexcept;

@@ -9,21 +9,9 @@
 
 #include "stoker/counter_rng.hpp"
 #include "stoker/entry_spec.hpp"
+#include "stoker/options.hpp"
 
 namespace stoker {
-
-/// One entry of `pipeline.transforms`: a registered transform's name with
-/// its arguments (registry.hpp; the chain's checks are in
-/// transform_chain.hpp).
-using transform_spec = entry_spec;
-
-/// The shape of an image; 0 where it varies from image to image (files of
-/// different sizes before a resize or crop).
-struct image_shape {
-  uint32_t height = 0;
-  uint32_t width = 0;
-  uint32_t channels = 0;
-};
 
 /// Whose random draws a sample's transforms make: a pure function of
 /// (seed, epoch, sample id, entry), so any worker makes the same sample.

@@ -1,0 +1,409 @@
+#pragma once
+
+// stoker layer: config
+//
+// Every setting of a run as plain structs, and the enums config files
+// name. Each struct's member initialisers are the defaults (declared once:
+// the option table in config/option_table.cpp reads them for --long-help,
+// the reader and docs/configuration.md). Nothing here does work; the units
+// that use a spec include this header, never the other way round.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <caf/expected.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include "stoker/entry_spec.hpp"
+#include "stoker/enum_names.hpp"
+#include "stoker/messages.hpp"
+
+namespace stoker {
+
+// -- enums config files name ------------------------------------------------
+
+/// Where the trainer runs its steps (`trainer.device`).
+enum class device_kind {
+  auto_select, ///< CUDA when LibTorch sees a GPU, else CPU
+  cuda,
+  cpu,
+  sim, ///< a simulated accelerator: waits sim_step_ms, checks each batch
+};
+
+template <>
+struct enum_names<device_kind> {
+  static constexpr enum_name<device_kind> table[] = {
+    {device_kind::auto_select, "auto"},
+    {device_kind::cuda, "cuda"},
+    {device_kind::cpu, "cpu"},
+    {device_kind::sim, "sim"}};
+};
+
+/// The optimizer (`trainer.optimizer`).
+enum class optimizer_kind : uint8_t { sgd = 1, adamw = 2 };
+
+template <>
+struct enum_names<optimizer_kind> {
+  static constexpr enum_name<optimizer_kind> table[] = {
+    {optimizer_kind::sgd, "sgd"}, {optimizer_kind::adamw, "adamw"}};
+};
+
+/// How the learning rate moves over a run (`trainer.lr-schedule`).
+enum class lr_schedule : uint8_t {
+  constant = 1, ///< trainer.lr throughout
+  cosine = 2,   ///< from trainer.lr down to 0 along half a cosine
+};
+
+template <>
+struct enum_names<lr_schedule> {
+  static constexpr enum_name<lr_schedule> table[] = {
+    {lr_schedule::constant, "constant"}, {lr_schedule::cosine, "cosine"}};
+};
+
+/// How the router picks a worker for the next work item (`router.policy`).
+enum class routing_policy {
+  least_loaded, ///< least expected delay: (queued + in flight + item) / rate
+  round_robin,  ///< every worker in turn, whatever its load (a baseline)
+  local_only,   ///< least-loaded among workers on the trainer's machine
+                ///< only (the single-machine baseline)
+  power_of_two, ///< two workers drawn at random, the better one: two delay
+                ///< estimates per pick instead of one per worker
+};
+
+template <>
+struct enum_names<routing_policy> {
+  static constexpr enum_name<routing_policy> table[] = {
+    {routing_policy::least_loaded, "least-loaded"},
+    {routing_policy::round_robin, "round-robin"},
+    {routing_policy::local_only, "local-only"},
+    {routing_policy::power_of_two, "power-of-two"}};
+};
+
+/// Where the article's blur stage runs (`pipeline.placement`).
+enum class blur_placement {
+  cpu,       ///< on the workers, always (the default)
+  gpu,       ///< on the trainer's GPU, always: workers send unblurred HWC
+  automatic, ///< the router moves a share of the batches (offload.hpp)
+};
+
+template <>
+struct enum_names<blur_placement> {
+  static constexpr enum_name<blur_placement> table[] = {
+    {blur_placement::cpu, "cpu"},
+    {blur_placement::gpu, "gpu"},
+    {blur_placement::automatic, "auto"}};
+};
+
+/// Which CPU blur runs the stage (`pipeline.blur-impl`).
+enum class blur_impl : uint8_t {
+  automatic = 0, ///< stoker where the CPU has AVX2 or AVX-512, else opencv
+  opencv = 1,    ///< OpenCV's sepFilter2D, one call per blur
+  stoker = 2,    ///< the hand-written chain (kernels/blur_chain.hpp)
+};
+
+template <>
+struct enum_names<blur_impl> {
+  static constexpr enum_name<blur_impl> table[] = {
+    {blur_impl::automatic, "auto"},
+    {blur_impl::opencv, "opencv"},
+    {blur_impl::stoker, "stoker"}};
+};
+
+/// Which instruction set the hand-written chain uses (`pipeline.blur-isa`).
+enum class cpu_isa : uint8_t {
+  automatic = 0, ///< the widest this CPU runs
+  avx512 = 1,    ///< AVX-512F, 16 floats a vector
+  avx2 = 2,      ///< AVX2 with FMA, 8 floats a vector
+  scalar = 3,    ///< one float at a time: any CPU
+};
+
+template <>
+struct enum_names<cpu_isa> {
+  static constexpr enum_name<cpu_isa> table[] = {{cpu_isa::automatic, "auto"},
+                                                 {cpu_isa::avx512, "avx512"},
+                                                 {cpu_isa::avx2, "avx2"},
+                                                 {cpu_isa::scalar, "scalar"}};
+};
+
+// -- the pipeline's parts ---------------------------------------------------
+
+/// The shape of an image; 0 where it varies from image to image (files of
+/// different sizes before a resize or crop).
+struct image_shape {
+  uint32_t height = 0;
+  uint32_t width = 0;
+  uint32_t channels = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, image_shape& x) {
+  return f(caf::meta::type_name("image_shape"), x.height, x.width,
+           x.channels);
+}
+
+/// Shape and seed of the article's synthetic dataset (`pipeline.height`,
+/// `width`, `channels`, `num-classes`).
+struct synthetic_spec {
+  uint64_t seed = 0;
+  uint32_t height = 224;
+  uint32_t width = 224;
+  uint32_t channels = 3;
+  uint32_t num_classes = 1000;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, synthetic_spec& x) {
+  return f(caf::meta::type_name("synthetic_spec"), x.seed, x.height, x.width,
+           x.channels, x.num_classes);
+}
+
+/// What the source hands out: `epochs` passes over ids 0..dataset_size-1 in
+/// batches of `batch_size` (the last batch of an epoch may be smaller),
+/// each followed, when eval_size > 0, by the test split's ids
+/// 0..eval_size-1 in order (work items of split::test). The defaults are
+/// the article's workload: 1000 steps of batch 64.
+struct source_spec {
+  uint64_t dataset_size = 64000;
+  uint32_t batch_size = 64;
+  uint32_t epochs = 1;
+  bool shuffle = true; ///< a fresh permutation per epoch, from (seed, epoch)
+  uint64_t seed = 0;
+  uint64_t eval_size = 0; ///< test samples evaluated after each epoch
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, source_spec& x) {
+  return f(caf::meta::type_name("source_spec"), x.dataset_size, x.batch_size,
+           x.epochs, x.shuffle, x.seed, x.eval_size);
+}
+
+/// The blur stage of the article's pipeline: ToTensor (HWC -> CHW), then
+/// GaussianBlur(kernel_size) `repeat` times, each call with its own sigma
+/// drawn uniformly from [sigma_min, sigma_max] (torchvision's semantics).
+struct blur_params {
+  uint64_t seed = 0;
+  uint32_t kernel_size = 11; ///< odd, >= 1
+  float sigma_min = 0.1f;
+  float sigma_max = 2.0f;
+  uint32_t repeat = 10;
+  blur_impl impl = blur_impl::automatic; ///< pipeline.blur-impl
+  cpu_isa isa = cpu_isa::automatic;      ///< pipeline.blur-isa (stoker)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, blur_params& x) {
+  return f(caf::meta::type_name("blur_params"), x.seed, x.kernel_size,
+           x.sigma_min, x.sigma_max, x.repeat, x.impl, x.isa);
+}
+
+/// A run's data: where it is, how samples are transformed, and (filled by
+/// resolve_data on the head, then sent to every node) what is there.
+struct data_spec {
+  /// pipeline.source: a registered source (registry.hpp) and its arguments.
+  entry_spec source = make_entry("synthetic");
+  /// idx: a directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte
+  /// (each plain or .gz); image-folder: the training folder.
+  std::string data;
+  std::string eval_data; ///< image-folder: the test folder
+  /// Empty with a synthetic source: the article's fused blur stage.
+  std::vector<transform_spec> transforms;
+  std::vector<transform_spec> eval_transforms; ///< no augmentation
+  bool eval = false;         ///< test split after each epoch
+  /// pipeline.dataset-size: the synthetic source's size; a real source's
+  /// fixed subset of N samples (0 = all).
+  uint64_t train_limit = 0;
+  uint64_t eval_limit = 0;
+  uint64_t seed = 0; ///< pipeline.seed: picks the subset of a limit
+  // -- what resolve_data found
+  uint64_t train_size = 0;
+  uint64_t eval_size = 0;
+  uint32_t num_classes = 0;
+  image_shape output;      ///< what the trainer gets (CHW)
+  std::string fingerprint; ///< of the file listings (image-folder)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, data_spec& x) {
+  return f(caf::meta::type_name("data_spec"), x.source, x.data, x.eval_data,
+           x.transforms, x.eval_transforms, x.eval, x.train_limit,
+           x.eval_limit, x.seed, x.train_size, x.eval_size, x.num_classes,
+           x.output, x.fingerprint);
+}
+
+// -- the trainer ------------------------------------------------------------
+
+/// Sizes of the Vision Transformer (timm's ViT-B/16 by default); the image
+/// and class fields size the CNN too.
+struct vit_spec {
+  uint32_t image_height = 224;
+  uint32_t image_width = 224;
+  uint32_t channels = 3;
+  uint32_t patch_size = 16;
+  uint32_t width = 768;
+  uint32_t depth = 12;
+  uint32_t heads = 12;
+  uint32_t mlp_dim = 3072;
+  uint32_t num_classes = 1000;
+};
+
+/// Everything a trainer needs to know.
+struct trainer_spec {
+  device_kind device = device_kind::auto_select;
+  uint32_t sim_step_ms = 50;
+  uint32_t log_every = 100;
+  uint32_t prefetch = 4; ///< credits: batches the trainer is ready to buffer
+  double lr = 0.001;
+  double momentum = 0.9;
+  uint32_t threads = 0; ///< LibTorch intra-op threads; 0 = LibTorch default
+  std::string checkpoint_dir; ///< empty: no checkpoints (node-local)
+  uint32_t checkpoint_every = 100; ///< steps between checkpoints
+  /// trainer.model: a registered model (registry.hpp) and its arguments.
+  entry_spec model_entry = make_entry("vit");
+  optimizer_kind optimizer = optimizer_kind::sgd;
+  double weight_decay = 0.0;
+  lr_schedule schedule = lr_schedule::constant;
+  uint64_t total_steps = 0; ///< the run's training steps (for the schedule)
+  vit_spec model;
+};
+
+/// The learning rate of training step `step` (0-based) of a run of
+/// `spec.total_steps`: trainer.lr, or the cosine schedule's
+/// lr * (1 + cos(pi * step / total)) / 2.
+double learning_rate_at(const trainer_spec& spec, uint64_t step);
+
+// -- the cluster ------------------------------------------------------------
+
+/// One node of a cluster's topology: `NAME:ROLE[:WORKERS]` in
+/// `cluster.nodes`.
+struct node_spec {
+  std::string name;
+  std::string role;     ///< "worker" or "trainer"
+  uint32_t workers = 0; ///< worker actors on a worker node; 0 = its cores
+};
+
+/// Parses one `cluster.nodes` entry; errc::invalid_config names it.
+caf::expected<node_spec> parse_node_spec(std::string_view entry);
+
+/// Parses "HOST:PORT" (PORT 1..65535); nothing if it does not parse.
+std::optional<std::pair<std::string, uint16_t>>
+parse_host_port(std::string_view text);
+
+/// How the nodes of a cluster find each other.
+struct cluster_spec {
+  std::string bind = "127.0.0.1"; ///< address the head (and trainers) listen on
+  uint16_t port = 4242;           ///< the head's port; 0 = any free port
+  std::string head_host;          ///< where a worker or trainer finds the head
+  uint16_t head_port = 0;
+  std::chrono::milliseconds join_timeout{30000};
+  std::chrono::milliseconds connect_timeout{10000};
+  /// The topology: the nodes the head waits for before the run starts, and
+  /// what tools/launch-cluster starts.
+  std::vector<node_spec> nodes;
+  std::string port_file; ///< the head writes its port here once listening
+};
+
+/// How the router leases work (`router.*`).
+struct router_spec {
+  routing_policy policy = routing_policy::least_loaded;
+  uint32_t window = 8; ///< batches in flight per trainer at the start
+  uint64_t max_inflight_bytes = uint64_t{1} << 30; ///< the window's ceiling
+  double idle_target = 0.02; ///< trainer idle fraction that widens the window
+  /// How often workers report between items; a report older than three
+  /// intervals (plus one item's time) counts against the worker.
+  std::chrono::milliseconds report_interval{100};
+  /// Re-lease a batch older than this many times the recent median batch
+  /// time to a second worker; 0 = off.
+  double hedge_factor = 0.0;
+  /// A worker silent this long beyond its current item's time is lost:
+  /// its leases go to other workers (cluster.heartbeat-timeout).
+  std::chrono::milliseconds heartbeat_timeout{5000};
+  /// With no live worker this long, the run fails (cluster.join-timeout).
+  std::chrono::milliseconds no_worker_timeout{30000};
+  /// Where the article's blur stage runs (pipeline.placement): the router
+  /// marks each lease for the workers or for the trainer's GPU.
+  blur_placement placement = blur_placement::cpu;
+};
+
+/// The consoles of a head or local node (`console.*`): over TCP, and on
+/// the node's own terminal.
+struct console_spec {
+  bool terminal = false; ///< console.terminal (`--console`): on stdin/stdout
+  uint16_t port = 0;     ///< 0: no TCP console
+  std::string bind = "127.0.0.1";
+  std::string token; ///< required as the first line if not empty
+};
+
+// -- one node's whole configuration ------------------------------------------
+
+/// One node's whole configuration, validated. Built by read_run_config.
+struct run_config {
+  std::string role = "local"; ///< local, head, worker or trainer
+  std::string node_name;      ///< this node's name in the cluster
+  /// The machine it runs on (default: the hostname): workers on the
+  /// trainer's machine are local (router.policy local-only, tie-breaks).
+  std::string node_host;
+  cluster_spec cluster;
+  std::string config_source; ///< the file (or embedded default) it came from
+  std::string report_path;   ///< empty: no JSON report
+  bool resume = false; ///< the trainer continues from its last checkpoint
+  synthetic_spec synthetic;
+  /// Where samples come from and how they are transformed; resolved (sizes,
+  /// classes, output shape) on the head and in a local run.
+  data_spec data;
+  source_spec source;
+  blur_params blur;
+  router_spec router;
+  console_spec console; ///< the head's or local node's consoles (node-local)
+  uint32_t workers = 0; ///< CPU workers; 0 = one per core
+  /// Each worker of this node does its transform work this many times (it
+  /// keeps the first result): makes slow workers for benchmarks and tests.
+  double slowdown = 1.0;
+  dtype transport = dtype::float32; ///< image dtype between worker and trainer
+  /// Batches between nodes on a direct TCP stream (batch_channel.hpp);
+  /// false: as CAF messages through the middleman (slower, one port less).
+  bool batch_stream = true;
+  trainer_spec trainer;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, vit_spec& x) {
+  return f(caf::meta::type_name("vit_spec"), x.image_height, x.image_width,
+           x.channels, x.patch_size, x.width, x.depth, x.heads, x.mlp_dim,
+           x.num_classes);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, router_spec& x) {
+  return f(caf::meta::type_name("router_spec"), x.policy, x.window,
+           x.max_inflight_bytes, x.idle_target, x.report_interval,
+           x.hedge_factor, x.heartbeat_timeout, x.no_worker_timeout,
+           x.placement);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, trainer_spec& x) {
+  return f(caf::meta::type_name("trainer_spec"), x.device, x.sim_step_ms,
+           x.log_every, x.prefetch, x.lr, x.momentum, x.threads,
+           x.checkpoint_dir, x.checkpoint_every, x.model_entry, x.optimizer,
+           x.weight_decay, x.schedule, x.total_steps, x.model);
+}
+
+/// What the head tells every node it runs: the pipeline and the trainer
+/// settings. Node-local settings (role, name, cluster, report, worker
+/// count and slowdown) stay with each node.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_config& x) {
+  return f(caf::meta::type_name("run_config"), x.synthetic, x.data, x.source,
+           x.blur, x.router, x.transport, x.batch_stream, x.trainer);
+}
+
+/// Bytes of one full batch of `cfg`'s pipeline on the wire
+/// (transport.dtype): what the router's byte budget counts.
+uint64_t batch_wire_bytes(const run_config& cfg);
+
+} // namespace stoker
