@@ -18,14 +18,14 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "stoker/batch_check.hpp"
-#include "stoker/blur.hpp"
-#include "stoker/detail/blur_chain.hpp"
 #include "stoker/errors.hpp"
-#include "stoker/local_run.hpp"
-#include "stoker/node_config.hpp"
 #include "stoker/registry.hpp"
-#include "stoker/synthetic_mapper.hpp"
+#include "data/synthetic_mapper.hpp"
+#include "kernels/blur.hpp"
+#include "kernels/blur_chain.hpp"
+#include "node/local_role.hpp"
+#include "node/node_config.hpp"
+#include "transport/batch_check.hpp"
 
 namespace {
 

@@ -13,10 +13,10 @@
 
 #include <opencv2/core.hpp>
 
-#include "stoker/blur.hpp"
-#include "stoker/cuda_devices.hpp"
 #include "stoker/errors.hpp"
-#include "stoker/synthetic_mapper.hpp"
+#include "data/synthetic_mapper.hpp"
+#include "kernels/blur.hpp"
+#include "kernels/cuda_devices.hpp"
 
 namespace {
 

@@ -27,15 +27,15 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "stoker/batch_channel.hpp"
-#include "stoker/batch_check.hpp"
-#include "stoker/batch_codec.hpp"
-#include "stoker/batch_frame.hpp"
 #include "stoker/errors.hpp"
-#include "stoker/node_config.hpp"
 #include "stoker/registry.hpp"
-#include "stoker/routing.hpp"
-#include "stoker/synthetic_mapper.hpp"
+#include "data/synthetic_mapper.hpp"
+#include "node/node_config.hpp"
+#include "routing/routing_table.hpp"
+#include "transport/batch_channel.hpp"
+#include "transport/batch_check.hpp"
+#include "transport/batch_codec.hpp"
+#include "transport/batch_frame.hpp"
 
 namespace {
 

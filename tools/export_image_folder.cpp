@@ -12,8 +12,8 @@
 #include <string>
 
 #include "stoker/errors.hpp"
-#include "stoker/idx_file.hpp"
-#include "stoker/image_folder.hpp"
+#include "data/idx_file.hpp"
+#include "data/image_folder.hpp"
 
 namespace {
 

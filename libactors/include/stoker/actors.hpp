@@ -1,19 +1,25 @@
 #pragma once
 
+// stoker layer: protocol
+//
+// The actor protocol: the typed interface of every actor of a run and the
+// messages between the head and the other nodes. What each actor does is
+// in its folder (routing/, worker/, train/, node/); this header is the
+// contract they share, and what a user's own actor would speak.
+
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include <caf/actor_system.hpp>
+#include <caf/actor.hpp>
+#include <caf/actor_system_config.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "stoker/buffer_pool.hpp"
 #include "stoker/messages.hpp"
-#include "stoker/run_config.hpp"
-#include "stoker/transform_chain.hpp"
+#include "stoker/options.hpp"
 
 namespace stoker {
 
@@ -40,14 +46,6 @@ namespace stoker {
 /// vector means every epoch has been handed out. Runs on the scheduler.
 using source_actor = caf::typed_actor<
   caf::replies_to<next_atom, uint32_t>::with<std::vector<work_item>>>;
-
-/// Turns a work item into a batch of raw samples (the mapper stage).
-using mapper_actor
-  = caf::typed_actor<caf::replies_to<work_item>::with<image_batch>>;
-
-/// Runs the blur stage (ToTensor + N GaussianBlur) over a batch.
-using transform_actor
-  = caf::typed_actor<caf::replies_to<image_batch>::with<image_batch>>;
 
 /// Consumes batches: trains one step per batch, acknowledges each to the
 /// router with the time it waited for it. A batch whose id it already
@@ -103,69 +101,112 @@ using router_actor = caf::typed_actor<
   caf::replies_to<control_atom, std::string, std::string>::with<std::string>,
   caf::replies_to<run_atom>::with<router_summary>>;
 
-/// Spawns a source over `spec`.
-source_actor spawn_source(caf::actor_system& sys, const source_spec& spec);
+// -- messages between the head and the other nodes --------------------------
 
-/// Spawns a mapper for the synthetic dataset.
-mapper_actor spawn_mapper(caf::actor_system& sys, const synthetic_spec& spec);
-
-/// Spawns a blur-stage transform.
-transform_actor spawn_blur_transform(caf::actor_system& sys,
-                                     const blur_params& params);
-
-/// Spawns a router that pulls from `source` and leases by `spec`; it
-/// expects `expected_samples` acknowledged samples before `run` answers.
-/// `batch_bytes` (one batch on the wire) turns the byte budget into a
-/// window ceiling.
-router_actor spawn_router(caf::actor_system& sys, source_actor source,
-                          const router_spec& spec, uint64_t expected_samples,
-                          uint64_t batch_bytes);
-
-
-/// What a worker makes and how it behaves.
-struct worker_setup {
-  std::string name;
-  synthetic_spec image; ///< the synthetic source's images
-  /// The resolved pipeline. No transforms: the article's synthetic images
-  /// through the fused blur stage (`blur`); else the chains over `train`
-  /// and `test`, opened once per node and shared by its workers.
-  data_spec data;
-  std::shared_ptr<const dataset> train;
-  std::shared_ptr<const dataset> test; ///< null unless the run evaluates
-  /// data.transforms and data.eval_transforms, bound to their definitions.
-  transform_chain train_chain;
-  transform_chain test_chain;
-  blur_params blur;
-  dtype wire = dtype::float32; ///< transport.dtype
-  double slowdown = 1.0;       ///< worker.slowdown (benchmarks and tests)
-  std::chrono::milliseconds report_interval{100};
-  /// A batch for a trainer in `routes` goes on that trainer's batch stream
-  /// (one connection per worker, opened on first use); any other trainer
-  /// gets it as a CAF message.
-  std::vector<batch_route> routes;
+/// Where a trainer node listens, so worker nodes can connect to it directly
+/// (batches never pass through the head).
+struct trainer_endpoint {
+  std::string node;
+  std::string host;
+  uint16_t port = 0;      ///< the trainer actor, published through CAF
+  uint16_t data_port = 0; ///< its batch stream; 0 = batches as CAF messages
 };
 
-/// Opens the splits `setup.data` reads through its source in `reg` (none
-/// for the fused synthetic path; the test split only when the run
-/// evaluates) into `setup.train` and `setup.test`, and binds their chains.
-/// Do it once per node and copy the setup for each worker: they share the
-/// datasets. Errors name the path (see open_dataset) or the missing entry.
-caf::error open_worker_data(worker_setup& setup, const registry& reg);
+/// What a node says when it joins.
+struct node_info {
+  std::string name;
+  std::string host; ///< the machine (node.host): locality for the router
+  std::string role; ///< "worker" or "trainer"
+  uint32_t cores = 0;
+  uint32_t workers = 0;  ///< worker actors it runs (worker nodes)
+  std::string device;    ///< the trainer's device setting (trainer nodes)
+  caf::actor control;    ///< receives `shutdown` at the end of the run
+};
 
-/// Spawns a detached worker that reports to `router` after each item and
-/// every `report_interval` between items.
-worker_actor spawn_worker(caf::actor_system& sys, worker_setup setup,
-                          router_actor router);
+/// One node as the head knows it (the console's `nodes`).
+struct node_row {
+  std::string name;
+  std::string role;
+  std::string host;
+  uint32_t cores = 0;
+  uint32_t workers = 0;
+  std::string device;
+  int64_t joined_unix_s = 0; ///< when it said hello
+  std::string state;         ///< "joining", "joined" or "left"
+};
 
-/// Spawns a detached trainer; returns an error if its device cannot be
-/// set up (e.g. `cuda` without a GPU). With a `pool`, each batch's buffer
-/// goes back to it after the step (the batch_listener that filled it
-/// takes it from there). With `cfg.resume` it loads the checkpoint in
-/// trainer.checkpoint-dir first; an error names what does not fit. The
-/// model comes from `reg` (read here only: the trainer keeps no reference).
-caf::expected<trainer_actor>
-spawn_trainer(caf::actor_system& sys, const run_config& cfg,
-              const registry& reg, router_actor router,
-              std::shared_ptr<buffer_pool> pool = nullptr);
+/// The head's answer to `hello`: what to run and whom to talk to.
+struct welcome {
+  run_config config; ///< the pipeline, as the head has it
+  router_actor router;
+  std::vector<trainer_endpoint> trainers;
+};
+
+/// Who is in the cluster.
+struct roster {
+  std::vector<std::string> nodes;   ///< joined, in order
+  std::vector<std::string> missing; ///< expected, not joined yet
+  std::vector<caf::actor> controls;
+  std::vector<worker_actor> workers;
+  std::vector<trainer_actor> trainers;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, trainer_endpoint& x) {
+  return f(caf::meta::type_name("trainer_endpoint"), x.node, x.host, x.port,
+           x.data_port);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_info& x) {
+  return f(caf::meta::type_name("node_info"), x.name, x.host, x.role, x.cores,
+           x.workers, x.device, x.control);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_row& x) {
+  return f(caf::meta::type_name("node_row"), x.name, x.role, x.host, x.cores,
+           x.workers, x.device, x.joined_unix_s, x.state);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, welcome& x) {
+  return f(caf::meta::type_name("welcome"), x.config, x.router, x.trainers);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, roster& x) {
+  return f(caf::meta::type_name("roster"), x.nodes, x.missing, x.controls,
+           x.workers, x.trainers);
+}
+
+using hello_atom = caf::atom_constant<caf::atom("hello")>;
+using wait_atom = caf::atom_constant<caf::atom("wait")>;
+using roster_atom = caf::atom_constant<caf::atom("roster")>;
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+using nodes_atom = caf::atom_constant<caf::atom("nodes")>;
+
+/// The head's front door, published on `cluster.port`. `hello` answers with
+/// the pipeline (a worker node's answer waits until a trainer has joined, so
+/// it can connect to it); `join` brings a node's actors in (workers go to
+/// the router at once, also in the middle of a run); `wait` answers once
+/// every expected node has joined; `roster` answers with who is in now;
+/// `nodes` with every node seen, joined or gone (the console).
+/// It monitors every node's control actor: when a node's process goes, its
+/// name is free again (a trainer restarted with --resume rejoins under it),
+/// and worker nodes get the endpoint of every trainer that joins after
+/// them. Runs on the scheduler.
+using membership_actor = caf::typed_actor<
+  caf::replies_to<hello_atom, node_info>::with<welcome>,
+  caf::reacts_to<join_atom, std::string, std::vector<worker_actor>>,
+  caf::reacts_to<join_atom, std::string, trainer_actor, trainer_endpoint>,
+  caf::replies_to<wait_atom>::with<roster>,
+  caf::replies_to<roster_atom>::with<roster>,
+  caf::replies_to<nodes_atom>::with<std::vector<node_row>>>;
+
+/// Registers every message type of messages.hpp and of this header (and
+/// the actor handles above) with `cfg`; call once before the actor system
+/// starts.
+void register_message_types(caf::actor_system_config& cfg);
 
 } // namespace stoker

@@ -1,5 +1,7 @@
 #pragma once
 
+// stoker layer: core
+
 #include <array>
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,7 @@
 #pragma once
 
+// stoker layer: registry
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -7,15 +9,28 @@
 
 #include <caf/expected.hpp>
 #include <caf/meta/type_name.hpp>
+#include <opencv2/core.hpp>
 
 #include "stoker/entry_spec.hpp"
 #include "stoker/options.hpp"
 #include "stoker/permutation.hpp"
-#include "stoker/transforms.hpp"
 
 namespace stoker {
 
-class registry;
+/// Whose random draws a sample's transforms make: a pure function of
+/// (seed, epoch, sample id, entry), so any worker makes the same sample.
+struct draw_key {
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  uint64_t sample = 0;
+};
+
+/// What a source hands the chain: a file's bytes (to decode) or pixels
+/// (HWC, CV_8U or CV_32F, 1..4 channels).
+struct sample_input {
+  std::vector<char> encoded;
+  cv::Mat pixels;
+};
 
 /// One split of a dataset as a worker reads it. Implementations are
 /// immutable once opened: one instance is shared by a node's workers and
@@ -59,27 +74,5 @@ private:
   permutation order_;
   bool shuffled_;
 };
-
-/// Whether `data` is the article's pipeline: synthetic images through the
-/// fused blur stage (the synthetic source without pipeline.transforms).
-bool fused_synthetic(const data_spec& data);
-
-/// On the head (and a local run): asks the source in `reg` what its data
-/// holds (no sample is read), checks both transform chains against `reg`,
-/// and fills `data`'s sizes, classes, output shape and fingerprint and
-/// `source`'s dataset and eval sizes. A synthetic source without
-/// transforms keeps `image`'s shape. Errors (errc::invalid_config) name the
-/// key, the path and what was expected.
-caf::error resolve_data(data_spec& data, source_spec& source,
-                        const synthetic_spec& image, const registry& reg);
-
-/// On a worker: opens split `which` of the resolved `data` through its
-/// source in `reg`. The source refuses a view that differs from the
-/// head's (size, classes or listing fingerprint), naming the path, since
-/// the worker would make other samples than the head planned (shared
-/// storage is assumed).
-caf::expected<std::shared_ptr<const dataset>>
-open_dataset(const data_spec& data, split which, const synthetic_spec& image,
-             const registry& reg);
 
 } // namespace stoker

@@ -1,5 +1,7 @@
 #pragma once
 
+// stoker layer: core
+
 #include <string>
 
 #include <caf/atom.hpp>

@@ -1,5 +1,7 @@
 #pragma once
 
+// stoker layer: node
+
 #include "stoker/registry.hpp"
 
 namespace stoker {

@@ -1,5 +1,7 @@
 #pragma once
 
+// stoker layer: registry
+
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -10,10 +12,10 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
+#include "stoker/counter_rng.hpp"
 #include "stoker/dataset.hpp"
 #include "stoker/entry_spec.hpp"
-#include "stoker/run_config.hpp"
-#include "stoker/transforms.hpp"
+#include "stoker/options.hpp"
 
 // LibTorch's types appear only in std::function signatures here, so this
 // header does not pull LibTorch into every unit that names a transform;

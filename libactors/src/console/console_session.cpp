@@ -1,0 +1,365 @@
+#include "console/console_session.hpp"
+
+#include <cstdio>
+#include <chrono>
+#include <ctime>
+
+#include "stoker/errors.hpp"
+#include "console/console_commands.hpp"
+#include "core/run_report.hpp"
+
+namespace stoker {
+
+namespace {
+
+constexpr auto ask_timeout = std::chrono::seconds(2);
+
+// Asks `whom`; the error if it does not answer in time (e.g. a lost
+// worker) or answers with one.
+template <class T, class Handle, class... Ts>
+caf::expected<T> ask(caf::scoped_actor& self, const Handle& whom,
+                     const Ts&... xs) {
+  caf::expected<T> result{caf::error{}};
+  self->request(whom, ask_timeout, xs...)
+    .receive([&](T& x) { result = std::move(x); },
+             [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
+std::string clock_time(int64_t unix_s) {
+  auto t = static_cast<std::time_t>(unix_s);
+  std::tm parts{};
+  ::localtime_r(&t, &parts);
+  char text[16];
+  std::strftime(text, sizeof(text), "%H:%M:%S", &parts);
+  return text;
+}
+
+// Why the router is not giving a worker work, or "" if it is.
+std::string idle_reason(const worker_status& w) {
+  if (!w.alive)
+    return "down";
+  if (w.draining)
+    return "draining";
+  if (w.overdue_ms > 0)
+    return "stale report (" + std::to_string(w.overdue_ms) + " ms late)";
+  if (w.mailbox > 0 && w.outstanding > 0)
+    return "queue of " + std::to_string(w.mailbox);
+  return "";
+}
+
+} // namespace
+
+std::optional<uint64_t> node_heard_ms_ago(const node_row& node,
+                                          const router_status& router) {
+  if (node.state != "joined")
+    return std::nullopt;
+  if (node.role == "trainer")
+    return router.trainer_heard_ms_ago < 0
+             ? std::nullopt
+             : std::optional<uint64_t>{
+               static_cast<uint64_t>(router.trainer_heard_ms_ago)};
+  std::optional<uint64_t> freshest;
+  auto prefix = node.name + "/";
+  for (auto& w : router.workers)
+    if (w.alive
+        && (node.role == "local" || w.name.compare(0, prefix.size(), prefix)
+                                      == 0))
+      freshest = std::min(freshest.value_or(w.heard_ms_ago), w.heard_ms_ago);
+  return freshest;
+}
+
+std::string format_nodes(const std::vector<node_row>& nodes,
+                         const router_status& router) {
+  std::vector<std::vector<std::string>> rows;
+  for (auto& n : nodes) {
+    auto heard = node_heard_ms_ago(n, router);
+    rows.push_back({n.name, n.role, n.host, std::to_string(n.cores),
+                    n.role == "trainer" ? "-" : std::to_string(n.workers),
+                    n.device.empty() ? "-" : n.device,
+                    clock_time(n.joined_unix_s),
+                    !heard      ? "-"
+                    : *heard == 0 ? "< 1 ms ago"
+                                  : human_duration_ns(*heard * 1000000)
+                                      + " ago",
+                    n.state});
+  }
+  return format_table({"node", "role", "host", "cores", "workers", "device",
+                       "joined", "heartbeat", "state"},
+                      rows);
+}
+
+std::string format_router(const router_status& st) {
+  auto& s = st.summary;
+  std::string out = "policy " + s.policy + ", window "
+                    + std::to_string(s.window) + " of at most "
+                    + std::to_string(s.window_max) + ", in flight "
+                    + std::to_string(st.in_flight) + " batch(es) ("
+                    + human_bytes(st.in_flight * st.batch_bytes) + ")"
+                    + (st.trainer_present ? "" : ", no trainer")
+                    + (st.paused ? ", PAUSED" : "") + "\n";
+  if (!s.window_last_change.empty())
+    out += "last window change: " + s.window_last_change + "\n";
+  if (s.placement != "cpu") {
+    char share[16];
+    std::snprintf(share, sizeof share, "%.1f%%", 100.0 * s.gpu_share);
+    out += "placement " + s.placement + ": GPU blur share " + share + ", "
+           + std::to_string(s.batches_gpu_blur) + " batch(es) so far; "
+           + s.placement_reason + "\n";
+    if (!s.placement_last_change.empty())
+      out += "last placement change: " + s.placement_last_change + "\n";
+  }
+  out += "leased " + std::to_string(s.batches_leased) + ", acked "
+         + std::to_string(s.batches_acked) + ", re-leased "
+         + std::to_string(s.batches_released) + ", hedged "
+         + std::to_string(s.batches_hedged) + "\n";
+  uint64_t total = 0;
+  for (auto& w : st.workers)
+    total += w.items_done;
+  std::vector<std::vector<std::string>> rows;
+  for (auto& w : st.workers) {
+    auto share = total > 0 ? 100.0 * static_cast<double>(w.items_done)
+                               / static_cast<double>(total)
+                           : 0.0;
+    rows.push_back({w.name, w.host + (w.local ? " (trainer's)" : ""),
+                    std::to_string(w.items_done), human_number(share) + "%",
+                    std::to_string(w.outstanding), std::to_string(w.mailbox),
+                    human_number(w.rate_sps),
+                    human_duration_ns(static_cast<uint64_t>(
+                      w.expected_delay_s * 1e9)),
+                    idle_reason(w)});
+  }
+  out += format_table({"worker", "host", "batches", "share", "leased",
+                       "mailbox", "samples/s", "delay", "note"},
+                      rows);
+  return out;
+}
+
+std::string format_trainer(const trainer_stats& t, const router_status& st) {
+  double busy = static_cast<double>(t.step_ns);
+  double wait = static_cast<double>(t.wait_ns);
+  auto steps = std::max<uint64_t>(t.steps, 1);
+  double wall_s = static_cast<double>(st.summary.wall_ns) * 1e-9;
+  std::vector<std::vector<std::string>> rows{
+    {"device", t.device + (t.simulated ? " [simulated accelerator]" : "")},
+    {"step", std::to_string(t.steps)},
+    {"time per step",
+     human_duration_ns(
+       static_cast<uint64_t>((busy + wait) / static_cast<double>(steps)))},
+    {"compute per step", human_duration_ns(t.step_ns / steps)},
+    {"throughput",
+     human_number(wall_s > 0 ? static_cast<double>(t.samples_delivered
+                                                   - t.resumed_samples)
+                                 / wall_s
+                             : 0.0)
+       + " samples/s"},
+    {"accelerator idle",
+     human_number(busy + wait > 0 ? 100.0 * wait / (busy + wait) : 0.0) + "%"},
+    {"loss", t.simulated ? "- (simulated)" : human_number(t.last_loss)},
+    {"samples", std::to_string(t.samples_delivered) + " delivered, "
+                  + std::to_string(t.duplicates) + " duplicates"}};
+  return format_table({"trainer", ""}, rows);
+}
+
+std::string format_actors(const std::vector<actor_row>& rows,
+                          const std::string& node) {
+  std::vector<std::vector<std::string>> cells;
+  for (auto& a : rows)
+    if (node.empty() || a.node == node)
+      cells.push_back({std::to_string(a.id), a.kind, a.node, a.mailbox,
+                       std::to_string(a.processed), human_number(a.rate),
+                       a.busy < 0 ? "-" : human_number(100.0 * a.busy) + "%"});
+  return format_table({"id", "kind", "node", "mailbox", "processed",
+                       "rate/s", "busy"},
+                      cells);
+}
+
+console_session::console_session(caf::actor_system& sys,
+                                 console_target target)
+  : self_(sys), target_(std::move(target)) {
+  // nop
+}
+
+caf::expected<router_status> console_session::router_now() {
+  return ask<router_status>(self_, target_.router, status_atom::value);
+}
+
+caf::expected<roster> console_session::members() {
+  if (!target_.membership)
+    return target_.members;
+  return ask<roster>(self_, target_.membership, roster_atom::value);
+}
+
+caf::expected<std::vector<node_row>> console_session::nodes() {
+  if (!target_.membership)
+    return target_.nodes;
+  return ask<std::vector<node_row>>(self_, target_.membership,
+                                    nodes_atom::value);
+}
+
+std::vector<std::string> console_session::node_names() {
+  std::vector<std::string> out;
+  if (auto rows = nodes())
+    for (auto& n : *rows)
+      out.push_back(n.name);
+  if (auto st = router_now())
+    for (auto& w : st->workers)
+      out.push_back(w.name);
+  return out;
+}
+
+caf::expected<trainer_stats> console_session::trainer_now() {
+  auto members = this->members();
+  if (!members)
+    return std::move(members.error());
+  if (members->trainers.empty())
+    return make_error(errc::run_failure, "no trainer has joined");
+  return ask<trainer_stats>(self_, members->trainers.front(),
+                            stats_atom::value);
+}
+
+caf::expected<std::string> console_session::stats_json() {
+  auto router = router_now();
+  if (!router)
+    return std::move(router.error());
+  auto trainer = trainer_now();
+  if (!trainer)
+    return std::move(trainer.error());
+  std::vector<worker_stats> workers;
+  if (auto found = members())
+    for (auto& w : found->workers)
+      if (auto s = ask<worker_stats>(self_, w, stats_atom::value))
+        workers.push_back(std::move(*s));
+  return to_json(make_report(router->summary, *trainer, workers));
+}
+
+caf::expected<std::vector<actor_row>> console_session::actors() {
+  auto router = router_now();
+  if (!router)
+    return std::move(router.error());
+  auto found = this->members();
+  if (!found)
+    return std::move(found.error());
+  auto& members = *found;
+  auto known = nodes();
+  // The router (and membership actor) run on the head; in a local run, on
+  // its node. The console has always shown the latter as "registry".
+  std::string home = target_.membership || !known || known->empty()
+                       ? "head"
+                       : known->front().name;
+  double wall_s = static_cast<double>(router->summary.wall_ns) * 1e-9;
+  std::vector<actor_row> rows;
+  rows.push_back({target_.router.id(), "router", home, "-",
+                  router->summary.batches_leased,
+                  wall_s > 0 ? static_cast<double>(
+                                 router->summary.batches_leased)
+                                 / wall_s
+                             : 0.0,
+                  -1.0});
+  if (target_.membership)
+    rows.push_back({target_.membership.id(), "registry", "head", "-",
+                    members.nodes.size(), 0.0, -1.0});
+  for (auto& w : members.workers) {
+    auto answer = ask<worker_stats>(self_, w, stats_atom::value);
+    if (!answer)
+      continue; // lost: `router` says so
+    auto& s = *answer;
+    actor_row row{w.id(), "worker",
+                  target_.membership ? s.name.substr(0, s.name.find('/'))
+                                   : home,
+                  "-", s.batches, 0.0, -1.0};
+    for (auto& ws : router->workers)
+      if (ws.name == s.name)
+        row.mailbox = std::to_string(ws.mailbox);
+    if (s.busy_ns > 0)
+      row.rate = static_cast<double>(s.samples)
+                 / (static_cast<double>(s.busy_ns) * 1e-9);
+    if (s.alive_ns > 0)
+      row.busy = static_cast<double>(s.busy_ns)
+                 / static_cast<double>(s.alive_ns);
+    rows.push_back(std::move(row));
+  }
+  std::string trainer_node = "-";
+  if (known)
+    for (auto& n : *known)
+      if ((n.role == "trainer" || n.role == "local") && n.state == "joined")
+        trainer_node = n.name;
+  for (auto& t : members.trainers) {
+    auto answer = ask<trainer_stats>(self_, t, stats_atom::value);
+    if (!answer)
+      continue;
+    auto& s = *answer;
+    double total = static_cast<double>(s.step_ns + s.wait_ns);
+    rows.push_back({t.id(), "trainer", trainer_node, "-", s.steps,
+                    wall_s > 0 ? static_cast<double>(s.steps) / wall_s : 0.0,
+                    total > 0 ? static_cast<double>(s.step_ns) / total
+                              : -1.0});
+  }
+  return rows;
+}
+
+console_reply console_session::execute(std::string_view line) {
+  auto cmd = parse_console_line(line);
+  if (!cmd)
+    return {describe(cmd.error()) + "\n"};
+  auto fail = [](const caf::error& err) {
+    return console_reply{"error: " + describe(err) + "\n"};
+  };
+  if (cmd->name.empty())
+    return {};
+  if (cmd->name == "help") {
+    auto text = console_help(cmd->args.empty() ? "" : cmd->args[0]);
+    return text ? console_reply{*text} : fail(text.error());
+  }
+  if (cmd->name == "quit")
+    return {"bye; the job goes on\n", true};
+  if (cmd->name == "nodes") {
+    auto rows = nodes();
+    if (!rows)
+      return fail(rows.error());
+    auto st = router_now();
+    return st ? console_reply{format_nodes(*rows, *st)} : fail(st.error());
+  }
+  if (cmd->name == "actors") {
+    auto rows = actors();
+    return rows ? console_reply{format_actors(
+             *rows, cmd->args.empty() ? std::string{} : cmd->args[0])}
+                : fail(rows.error());
+  }
+  if (cmd->name == "router") {
+    auto st = router_now();
+    return st ? console_reply{format_router(*st)} : fail(st.error());
+  }
+  if (cmd->name == "trainer") {
+    auto st = router_now();
+    if (!st)
+      return fail(st.error());
+    auto t = trainer_now();
+    return t ? console_reply{format_trainer(*t, *st)} : fail(t.error());
+  }
+  if (cmd->name == "stats") {
+    auto json = stats_json();
+    return json ? console_reply{*json} : fail(json.error());
+  }
+  if (cmd->name == "drain" || cmd->name == "undrain" || cmd->name == "pause"
+      || cmd->name == "resume" || cmd->name == "shutdown"
+      || cmd->name == "trace") {
+    auto what = cmd->name;
+    auto arg = cmd->args.empty() ? std::string{} : cmd->args[0];
+    if (what == "trace") { // trace start FILE | trace stop
+      what = "trace-" + cmd->args[0];
+      arg = cmd->args.size() > 1 ? cmd->args[1] : std::string{};
+    }
+    auto answer = ask<std::string>(self_, target_.router, control_atom::value, what,
+                                   arg);
+    return answer ? console_reply{*answer + "\n"} : fail(answer.error());
+  }
+  if (cmd->name == "set") {
+    auto answer = ask<std::string>(self_, target_.router, set_atom::value,
+                                   cmd->args[0], cmd->args[1]);
+    return answer ? console_reply{*answer + "\n"} : fail(answer.error());
+  }
+  return {"command '" + cmd->name + "' has no handler\n"};
+}
+
+} // namespace stoker

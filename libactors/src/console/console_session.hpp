@@ -1,0 +1,93 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "stoker/actors.hpp"
+#include "node/roles.hpp"
+
+namespace stoker {
+
+/// The console's tables, from what the head's actors answer. Plain
+/// functions: tested without an actor system.
+///
+/// `nodes` with a last-heartbeat column taken from the router: a worker
+/// node's freshest worker report, a trainer's last credit, ack or
+/// checkpoint (see node_heard_ms_ago).
+std::string format_nodes(const std::vector<node_row>& nodes,
+                         const router_status& router);
+
+/// How long ago the router last heard from `node` (ms): the freshest report
+/// of its live workers (named "NODE/i"; every worker for a local node), or
+/// the trainer's last message for the joined trainer node. Nothing for a
+/// node that left or has not been heard from.
+std::optional<uint64_t> node_heard_ms_ago(const node_row& node,
+                                          const router_status& router);
+std::string format_router(const router_status& status);
+std::string format_trainer(const trainer_stats& stats,
+                           const router_status& status);
+
+/// One actor of the running job (the console's `actors`).
+struct actor_row {
+  uint64_t id = 0;
+  std::string kind; ///< worker, trainer, router, registry (membership)
+  std::string node;
+  std::string mailbox;   ///< "-" where the actor does not report it
+  uint64_t processed = 0; ///< batches made, steps, leases
+  double rate = 0.0;      ///< per second of run time (workers: busy time)
+  double busy = -1.0;     ///< fraction; < 0: not measured
+};
+
+/// The `actors` table, only rows of `node` if it is not empty.
+std::string format_actors(const std::vector<actor_row>& rows,
+                          const std::string& node);
+
+/// What a console line produced: text to show, and whether the user left.
+struct console_reply {
+  std::string text;
+  bool quit = false;
+};
+
+/// Whom a console asks. On a head: the router and the membership actor
+/// (who is in the cluster). A local run has none: its actors and its one node
+/// row are fixed when it starts.
+struct console_target {
+  router_actor router;
+  membership_actor membership; ///< null in a local run
+  roster members;              ///< a local run's workers and trainer
+  std::vector<node_row> nodes; ///< a local run's own node
+};
+
+/// Runs console lines against a running job: asks the membership actor, the
+/// router and the trainer (each request with a 2 s timeout) through its own
+/// scoped actor, so every console connection gets one and uses it from its
+/// own thread only. Bad lines answer with the usage, never throw.
+class console_session {
+public:
+  console_session(caf::actor_system& sys, console_target target);
+
+  console_reply execute(std::string_view line);
+
+  /// Every node's and worker's name (for completing `drain NODE|WORKER`);
+  /// none of those whose actor does not answer.
+  std::vector<std::string> node_names();
+
+private:
+  caf::expected<router_status> router_now();
+  caf::expected<trainer_stats> trainer_now();
+  caf::expected<std::string> stats_json();
+  caf::expected<std::vector<actor_row>> actors();
+  caf::expected<roster> members();
+  caf::expected<std::vector<node_row>> nodes();
+
+  caf::scoped_actor self_;
+  console_target target_;
+};
+
+} // namespace stoker

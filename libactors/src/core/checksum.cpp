@@ -1,0 +1,102 @@
+#include "core/checksum.hpp"
+
+#include <cstring>
+
+#include "stoker/counter_rng.hpp"
+
+namespace stoker {
+
+namespace {
+
+constexpr uint64_t prime1 = 0x9E3779B185EBCA87ull;
+constexpr uint64_t prime2 = 0xC2B2AE3D27D4EB4Full;
+constexpr int lanes = 8; // 64 bytes per step: one AVX-512 register
+
+inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+inline uint64_t lane_step(uint64_t acc, uint64_t word) {
+  return rotl(acc + word * prime2, 31) * prime1;
+}
+
+// The bulk loop, built per instruction set (integer arithmetic only, so
+// every build gives the same sum) and chosen by simd_path at run time.
+__attribute__((always_inline)) inline void
+sum_blocks(const unsigned char* bytes, size_t blocks, uint64_t* acc) {
+  for (size_t b = 0; b < blocks; ++b) {
+    uint64_t w[lanes];
+    std::memcpy(w, bytes + b * sizeof w, sizeof w);
+    for (int l = 0; l < lanes; ++l)
+      acc[l] = lane_step(acc[l], w[l]);
+  }
+}
+
+void sum_blocks_portable(const unsigned char* bytes, size_t blocks,
+                         uint64_t* acc) {
+  sum_blocks(bytes, blocks, acc);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#  pragma GCC push_options
+#  pragma GCC target("avx2")
+void sum_blocks_avx2(const unsigned char* bytes, size_t blocks,
+                     uint64_t* acc) {
+  sum_blocks(bytes, blocks, acc);
+}
+#  pragma GCC pop_options
+#  pragma GCC push_options
+#  pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw")
+void sum_blocks_avx512(const unsigned char* bytes, size_t blocks,
+                       uint64_t* acc) {
+  sum_blocks(bytes, blocks, acc);
+}
+#  pragma GCC pop_options
+#else
+void sum_blocks_avx2(const unsigned char* bytes, size_t blocks,
+                     uint64_t* acc) {
+  sum_blocks(bytes, blocks, acc);
+}
+void sum_blocks_avx512(const unsigned char* bytes, size_t blocks,
+                       uint64_t* acc) {
+  sum_blocks(bytes, blocks, acc);
+}
+#endif
+
+using sum_fn = void (*)(const unsigned char*, size_t, uint64_t*);
+
+sum_fn sum_for(simd_path path) {
+  switch (path) {
+    case simd_path::avx512:
+      return sum_blocks_avx512;
+    case simd_path::avx2:
+      return sum_blocks_avx2;
+    case simd_path::portable:
+      break;
+  }
+  return sum_blocks_portable;
+}
+
+} // namespace
+
+uint64_t checksum64(const void* data, size_t n) noexcept {
+  // Asked once per process: the answer cannot change while it runs.
+  static const simd_path best = best_simd_path();
+  return checksum64(data, n, best);
+}
+
+uint64_t checksum64(const void* data, size_t n, simd_path path) noexcept {
+  auto bytes = static_cast<const unsigned char*>(data);
+  uint64_t acc[lanes];
+  for (int l = 0; l < lanes; ++l)
+    acc[l] = prime1 * static_cast<uint64_t>(l + 1) + prime2;
+  constexpr size_t block = lanes * sizeof(uint64_t);
+  size_t blocks = n / block;
+  sum_for(path)(bytes, blocks, acc);
+  uint64_t h = n;
+  for (int l = 0; l < lanes; ++l)
+    h = lane_step(h, acc[l]);
+  for (size_t i = blocks * block; i < n; ++i)
+    h = lane_step(h, bytes[i]);
+  return mix64(h);
+}
+
+} // namespace stoker

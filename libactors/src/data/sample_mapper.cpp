@@ -1,0 +1,47 @@
+#include "data/sample_mapper.hpp"
+
+#include <stdexcept>
+
+#include "kernels/blur.hpp"
+
+namespace stoker {
+
+image_batch map_samples(const dataset& data,
+                        const transform_chain& chain,
+                        image_shape shape, uint64_t seed,
+                        const work_item& item) {
+  auto batch = float_batch_for(item, layout::chw, shape.height, shape.width,
+                               shape.channels);
+  size_t kept = 0;
+  for (auto id : item.sample_ids) {
+    auto input = data.read(item.epoch, id);
+    auto pixels = input ? chain.apply(std::move(*input),
+                                      draw_key{seed, item.epoch, id})
+                        : caf::expected<cv::Mat>{std::move(input.error())};
+    if (!pixels) { // an unreadable or corrupt file: skip it, say which
+      batch.skipped_ids.push_back(id);
+      batch.skipped_names.push_back(data.name(id));
+      continue;
+    }
+    auto& img = *pixels;
+    if (static_cast<uint32_t>(img.rows) != shape.height
+        || static_cast<uint32_t>(img.cols) != shape.width
+        || static_cast<uint32_t>(img.channels()) != shape.channels)
+      throw std::runtime_error(
+        "the transforms made a " + std::to_string(img.rows) + "x"
+        + std::to_string(img.cols) + "x" + std::to_string(img.channels())
+        + " image of sample " + std::to_string(id) + ", expected "
+        + std::to_string(shape.height) + "x" + std::to_string(shape.width)
+        + "x" + std::to_string(shape.channels));
+    cv::Mat dense = img.isContinuous() ? img : img.clone();
+    batch.sample_ids.push_back(id);
+    batch.labels.push_back(data.label(id));
+    hwc_to_chw(dense.ptr<float>(), batch.image(kept), shape.height,
+               shape.width, shape.channels);
+    ++kept;
+  }
+  batch.data.resize(kept * batch.image_bytes());
+  return batch;
+}
+
+} // namespace stoker

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "stoker/dataset.hpp"
+#include "stoker/messages.hpp"
+#include "transforms/transform_chain.hpp"
+
+namespace stoker {
+
+/// The mapper for a dataset (every pipeline but the article's fused blur
+/// stage): reads each sample of `item` from `data`, runs `chain` on it with
+/// draws keyed by (seed, epoch, sample id), and writes a float32 CHW batch
+/// of images of `shape`. A sample whose file cannot be read or decoded is
+/// left out: its id and name go to skipped_ids / skipped_names, and the run
+/// goes on. Runs on the calling thread; the batch owns its buffer. Throws
+/// std::runtime_error if the chain makes another shape than `shape` (the
+/// head checked the chain, so that is a bug, not bad data).
+image_batch map_samples(const dataset& data,
+                        const transform_chain& chain,
+                        image_shape shape, uint64_t seed,
+                        const work_item& item);
+
+} // namespace stoker

@@ -1,0 +1,41 @@
+// The blur chain one float at a time, for any CPU (and to check the vector
+// paths against): the same operations in the same order, the fused
+// multiply-add through __builtin_fmaf (exactly rounded, like the vector
+// instructions).
+
+#include "kernels/blur_chain.hpp"
+
+namespace stoker::detail::scalar {
+
+struct vec {
+  using type = float;
+  static constexpr int lanes = 1;
+  static type load(const float* p) { return *p; }
+  static void store(float* p, type v) { *p = v; }
+  static type set1(float x) { return x; }
+  static type add(type a, type b) { return a + b; }
+  static type mul(type a, type b) { return a * b; }
+  static type fma(type a, type b, type c) { return __builtin_fmaf(a, b, c); }
+};
+
+} // namespace stoker::detail::scalar
+
+#define STOKER_BLUR_NS scalar
+#include "kernels/blur_chain_impl.hpp"
+#undef STOKER_BLUR_NS
+
+namespace stoker::detail {
+
+size_t blur_chain_scratch(uint32_t width, uint32_t radius) noexcept {
+  size_t stride = (size_t{width} + 15) / 16 * 16;
+  size_t k = 2 * size_t{radius} + 6; // ring rows (blocks of up to six)
+  return k * stride + stride + 2 * radius + 16 + 16;
+}
+
+void blur_chain_scalar(float* plane, uint32_t h, uint32_t w,
+                       const float* taps, uint32_t calls, uint32_t radius,
+                       float* scratch) noexcept {
+  scalar::run_chain(plane, h, w, taps, calls, radius, scratch);
+}
+
+} // namespace stoker::detail

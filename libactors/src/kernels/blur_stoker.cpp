@@ -1,0 +1,122 @@
+#include "kernels/blur.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "stoker/errors.hpp"
+#include "stoker/messages.hpp"
+#include "kernels/blur_chain.hpp"
+
+// Choosing and running the hand-written blur chain; the chain itself is in
+// blur_chain_{avx512,avx2,scalar}.cpp.
+
+namespace stoker {
+
+bool cpu_supports(cpu_isa isa) noexcept {
+  // GCC's CPU model checks the OS saves the vector state (XCR0) too.
+  switch (isa) {
+    case cpu_isa::avx512:
+      return __builtin_cpu_supports("avx512f");
+    case cpu_isa::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case cpu_isa::automatic:
+    case cpu_isa::scalar:
+      return true;
+  }
+  return false;
+}
+
+cpu_isa best_cpu_isa() noexcept {
+  for (auto isa : {cpu_isa::avx512, cpu_isa::avx2})
+    if (cpu_supports(isa))
+      return isa;
+  return cpu_isa::scalar;
+}
+
+caf::expected<blur_choice> resolve_blur(const blur_params& p) {
+  blur_choice out;
+  if (p.impl == blur_impl::opencv) {
+    if (p.isa != cpu_isa::automatic)
+      return make_error(errc::invalid_config,
+                        "pipeline.blur-isa = \"" + to_string(p.isa)
+                          + "\" with pipeline.blur-impl = \"opencv\": the "
+                            "ISA chooses among the stoker chain's paths; "
+                            "expected \"auto\" or pipeline.blur-impl = "
+                            "\"stoker\"");
+    return out;
+  }
+  if (p.isa != cpu_isa::automatic && !cpu_supports(p.isa))
+    return make_error(errc::invalid_config,
+                      "pipeline.blur-isa = \"" + to_string(p.isa)
+                        + "\": this CPU does not run it (it runs \""
+                        + to_string(best_cpu_isa())
+                        + "\" at best); expected \"auto\" or one it runs");
+  out.isa = p.isa == cpu_isa::automatic ? best_cpu_isa() : p.isa;
+  // Auto: the chain where it has vectors (measured faster than OpenCV by
+  // tools/bench-peer's stage rows), OpenCV's SIMD where it has none.
+  out.impl = p.impl == blur_impl::automatic && out.isa == cpu_isa::scalar
+               ? blur_impl::opencv
+               : blur_impl::stoker;
+  return out;
+}
+
+namespace {
+
+// `p` moved up to the next 64-byte boundary (at most 15 floats on): where
+// vector loads and stores do not split cache lines.
+float* align64(float* p) noexcept {
+  auto at = reinterpret_cast<uintptr_t>(p);
+  return p + ((64 - at % 64) % 64) / sizeof(float);
+}
+
+detail::blur_chain_fn chain_for(cpu_isa isa) noexcept {
+  switch (isa) {
+    case cpu_isa::avx512:
+      return detail::blur_chain_avx512;
+    case cpu_isa::avx2:
+      return detail::blur_chain_avx2;
+    case cpu_isa::scalar:
+      return detail::blur_chain_scalar;
+    case cpu_isa::automatic:
+      break;
+  }
+  return nullptr;
+}
+
+} // namespace
+
+void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch) {
+  if (p.kernel_size % 2 == 0 || p.kernel_size > 99)
+    throw std::invalid_argument("stoker blur: kernel size "
+                                + std::to_string(p.kernel_size)
+                                + ", expected an odd size up to 99");
+  auto run = chain_for(isa);
+  if (run == nullptr || !cpu_supports(isa))
+    throw std::invalid_argument("stoker blur: ISA \"" + to_string(isa)
+                                + "\" does not run here (this CPU runs \""
+                                + to_string(best_cpu_isa()) + "\" at best)");
+  uint32_t radius = p.kernel_size / 2;
+  // Once per batch: the image (aligned rows: no vector load or store splits
+  // a cache line), the chain's ring, the taps.
+  std::vector<float> work(batch.image_elements() + 16);
+  float* planes = align64(work.data());
+  std::vector<float> ring(detail::blur_chain_scratch(batch.width, radius)
+                          + 16);
+  float* scratch = align64(ring.data());
+  std::vector<float> taps(size_t{p.repeat} * p.kernel_size);
+  size_t plane = size_t{batch.height} * batch.width;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    float* img = batch.image(i);
+    hwc_to_chw(img, planes, batch.height, batch.width, batch.channels);
+    blur_taps(p, batch.epoch, batch.sample_ids[i], taps.data());
+    for (uint32_t c = 0; c < batch.channels; ++c)
+      run(planes + c * plane, batch.height, batch.width, taps.data(),
+          p.repeat, radius, scratch);
+    std::copy(planes, planes + batch.image_elements(), img);
+  }
+}
+
+} // namespace stoker

@@ -1,0 +1,154 @@
+#include "node/roles.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "stoker/errors.hpp"
+#include "console/node_consoles.hpp"
+#include "data/epoch_source.hpp"
+#include "node/local_role.hpp"
+#include "node/membership_actor.hpp"
+#include "routing/router_actor.hpp"
+#include "routing/source_actor.hpp"
+
+namespace stoker {
+
+namespace {
+
+std::string joined_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (auto& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+// Writes the port where launchers and tests can find it: a temp file,
+// renamed into place, so a reader never sees half a number.
+caf::error write_port_file(const std::string& path, uint16_t port) {
+  auto tmp = path + ".tmp";
+  {
+    std::ofstream out{tmp};
+    out << port << '\n';
+    if (!out)
+      return make_error(errc::io_failure,
+                        "cluster.port-file = \"" + path + "\": cannot write");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return make_error(errc::io_failure,
+                      "cluster.port-file = \"" + path + "\": cannot rename");
+  return caf::none;
+}
+
+roster current_roster(caf::scoped_actor& self, const membership_actor& reg) {
+  roster result;
+  self->request(reg, caf::infinite, roster_atom::value)
+    .receive([&](roster& r) { result = std::move(r); },
+             [&](caf::error&) {});
+  return result;
+}
+
+// Tells every node to exit and waits (briefly) for each to confirm, so the
+// message is out before this process closes its connections.
+void shut_down_nodes(caf::scoped_actor& self, const roster& members) {
+  for (auto& control : members.controls)
+    self->request(control, std::chrono::seconds(5), shutdown_atom::value)
+      .receive([](done_atom) {},
+               [&](caf::error& err) {
+                 std::cerr << "head: a node did not confirm shutdown: "
+                           << describe(err) << std::endl;
+               });
+}
+
+} // namespace
+
+int head_role_main(caf::actor_system& sys, const run_config& cfg) {
+  print_banner(cfg);
+  epoch_source plan{cfg.source};
+  auto source = spawn_source(sys, cfg.source);
+  auto router = spawn_router(sys, source, cfg.router, plan.total_samples(),
+                             batch_wire_bytes(cfg));
+  auto members_actor = spawn_membership(sys, cfg, router);
+  caf::scoped_actor self{sys};
+  auto stop = [&] {
+    for (auto a : {caf::actor_cast<caf::actor>(members_actor),
+                   caf::actor_cast<caf::actor>(router),
+                   caf::actor_cast<caf::actor>(source)})
+      self->send_exit(a, caf::exit_reason::user_shutdown);
+  };
+  auto& c = cfg.cluster;
+  auto port = sys.middleman().publish(members_actor, c.port, c.bind.c_str());
+  if (!port) {
+    std::cerr << "stoker-node: cannot listen on " << c.bind << ":" << c.port
+              << ": " << sys.render(port.error())
+              << "; expected a free port (cluster.port) and a local address "
+                 "(cluster.bind)"
+              << std::endl;
+    stop();
+    return 1;
+  }
+  // Declared after `stop` and torn down before the actors it talks to.
+  auto consoles = node_consoles::open(
+    sys, cfg.console, console_target{router, members_actor, {}, {}}, "head");
+  if (!consoles) {
+    std::cerr << "stoker-node: " << describe(consoles.error()) << std::endl;
+    stop();
+    return 1;
+  }
+  std::vector<std::string> expected;
+  for (auto& node : c.nodes)
+    expected.push_back(node.name);
+  std::cout << "head: listening on " << c.bind << ":" << *port
+            << ", waiting for " << expected.size() << " node(s): "
+            << joined_list(expected) << std::endl;
+  if (!c.port_file.empty())
+    if (auto err = write_port_file(c.port_file, *port)) {
+      std::cerr << "stoker-node: " << describe(err) << std::endl;
+      stop();
+      return 1;
+    }
+  caf::error failure;
+  self->request(members_actor, c.join_timeout, wait_atom::value)
+    .receive([](roster&) {}, [&](caf::error& err) { failure = err; });
+  auto members = current_roster(self, members_actor);
+  if (failure) {
+    std::cerr << "stoker-node: timed out after " << c.join_timeout.count()
+              << " ms (cluster.join-timeout) waiting for nodes; missing: "
+              << joined_list(members.missing)
+              << "; joined: " << joined_list(members.nodes) << std::endl;
+    shut_down_nodes(self, members);
+    stop();
+    return 1;
+  }
+  if (members.trainers.empty()) {
+    std::cerr << "stoker-node: no trainer joined; expected a node started "
+                 "with --role=trainer among cluster.nodes"
+              << std::endl;
+    shut_down_nodes(self, members);
+    stop();
+    return 1;
+  }
+  std::cout << "head: " << members.nodes.size()
+            << " node(s) joined, running" << std::endl;
+  caf::expected<run_report> result{caf::error{}};
+  self->request(router, caf::infinite, run_atom::value)
+    .receive(
+      [&](router_summary& summary) {
+        // Ask again: workers may have joined during the run.
+        members = current_roster(self, members_actor);
+        result = collect_report(self, summary, members.trainers.front(),
+                                members.workers);
+      },
+      [&](caf::error& err) { result = std::move(err); });
+  int code = finish_run(result, cfg);
+  consoles = node_consoles{}; // closes every console
+  shut_down_nodes(self, current_roster(self, members_actor));
+  stop();
+  bound_shutdown(code, std::chrono::seconds(5));
+  return code;
+}
+
+} // namespace stoker

@@ -1,0 +1,275 @@
+#include "node/roles.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "stoker/errors.hpp"
+#include "stoker/registry.hpp"
+#include "core/peak_rss.hpp"
+#include "train/trainer_actor.hpp"
+#include "transport/batch_channel.hpp"
+#include "worker/worker_actor.hpp"
+
+namespace stoker {
+
+caf::expected<membership_actor> connect_to_head(caf::actor_system& sys,
+                                                const cluster_spec& cfg) {
+  using namespace std::chrono;
+  auto deadline = steady_clock::now() + cfg.connect_timeout;
+  milliseconds delay{100};
+  std::string last;
+  for (;;) {
+    auto head = sys.middleman().remote_actor<membership_actor>(
+      cfg.head_host, cfg.head_port);
+    if (head)
+      return head;
+    if (head.error() == caf::sec::incompatible_application_ids)
+      return make_error(errc::run_failure,
+                        "the head at " + cfg.head_host + ":"
+                          + std::to_string(cfg.head_port)
+                          + " runs another Stoker release (or is another "
+                            "CAF application); expected stoker " STOKER_VERSION
+                            " on every node");
+    last = sys.render(head.error());
+    if (steady_clock::now() + delay > deadline)
+      break;
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, milliseconds{1000});
+  }
+  return make_error(errc::run_failure,
+                    "cannot reach the head at " + cfg.head_host + ":"
+                      + std::to_string(cfg.head_port) + " within "
+                      + std::to_string(cfg.connect_timeout.count())
+                      + " ms (cluster.connect-timeout); last attempt: " + last
+                      + "; expected stoker-node --role=head listening there");
+}
+
+namespace {
+
+// What a node runs locally until the head says `shutdown`.
+struct local_part {
+  std::vector<caf::actor> actors;
+  std::unique_ptr<batch_listener> stream; // trainer nodes: the batch stream
+};
+
+// A worker node: connects straight to every trainer (so batches do not pass
+// through the head), then runs its worker actors.
+caf::expected<local_part>
+start_workers(caf::actor_system& sys, caf::scoped_actor& self,
+              const run_config& cfg, const welcome& w,
+              const membership_actor& head, const registry& reg) {
+  local_part local;
+  std::vector<batch_route> routes;
+  for (auto& t : w.trainers) {
+    auto direct = sys.middleman().remote_actor<trainer_actor>(t.host, t.port);
+    if (!direct)
+      return make_error(errc::run_failure,
+                        "cannot reach trainer '" + t.node + "' at " + t.host
+                          + ":" + std::to_string(t.port) + ": "
+                          + sys.render(direct.error()));
+    if (t.data_port != 0)
+      routes.push_back(batch_route{*direct, t.host, t.data_port});
+  }
+  worker_setup common;
+  common.image = w.config.synthetic;
+  common.data = w.config.data;
+  common.blur = w.config.blur;
+  common.wire = w.config.transport;
+  common.slowdown = cfg.slowdown; // node-local, for benchmarks
+  common.report_interval = w.config.router.report_interval;
+  common.routes = routes;
+  // This node's view of the files must be the head's (shared storage).
+  if (auto err = open_worker_data(common, reg))
+    return make_error(errc::run_failure,
+                      "worker node '" + cfg.node_name
+                        + "': " + describe(err));
+  std::vector<worker_actor> workers;
+  for (uint32_t i = 0; i < cfg.workers; ++i) {
+    auto setup = common;
+    setup.name = cfg.node_name + "/" + std::to_string(i);
+    workers.push_back(spawn_worker(sys, std::move(setup), w.router));
+    local.actors.push_back(caf::actor_cast<caf::actor>(workers.back()));
+  }
+  self->send(head, join_atom::value, cfg.node_name, std::move(workers));
+  return local;
+}
+
+// A trainer node: trains what the head's pipeline makes, on its own device,
+// and listens where worker nodes can reach it: the trainer actor through
+// CAF, its batch stream beside it.
+caf::expected<local_part>
+start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
+              const run_config& cfg, const welcome& w,
+              const membership_actor& head, const registry& reg) {
+  auto tcfg = cfg; // node-local: name, device, threads
+  tcfg.synthetic = w.config.synthetic;
+  tcfg.data = w.config.data;
+  tcfg.source = w.config.source;
+  tcfg.blur = w.config.blur;
+  tcfg.transport = w.config.transport;
+  auto device = cfg.trainer.device;
+  auto own = cfg.trainer; // node-local: device, threads, checkpoints
+  tcfg.trainer = w.config.trainer;
+  tcfg.trainer.device = device;
+  tcfg.trainer.threads = own.threads;
+  tcfg.trainer.checkpoint_dir = own.checkpoint_dir;
+  tcfg.trainer.checkpoint_every = own.checkpoint_every;
+  auto pool = std::make_shared<buffer_pool>(tcfg.trainer.prefetch + 4);
+  auto trainer = spawn_trainer(sys, tcfg, reg, w.router, pool);
+  if (!trainer)
+    return std::move(trainer.error());
+  local_part local;
+  local.actors.push_back(caf::actor_cast<caf::actor>(*trainer));
+  auto fail = [&](const std::string& what, const std::string& why) {
+    self->send_exit(*trainer, caf::exit_reason::user_shutdown);
+    return make_error(errc::run_failure, "trainer: cannot listen " + what
+                                           + " on " + cfg.cluster.bind + ": "
+                                           + why);
+  };
+  auto port = sys.middleman().publish(*trainer, 0, cfg.cluster.bind.c_str());
+  if (!port)
+    return fail("for actors", sys.render(port.error()));
+  trainer_endpoint where{cfg.node_name, cfg.cluster.bind, *port, 0};
+  if (w.config.batch_stream) {
+    auto& s = w.config.data.output;
+    // The largest frame a worker may send: a full batch of float32.
+    uint64_t max_bytes = uint64_t{w.config.source.batch_size} * s.height
+                         * s.width * s.channels * sizeof(float);
+    auto stream = batch_listener::start(
+      cfg.cluster.bind, 0, max_bytes, pool,
+      [t = *trainer](image_batch&& b) { caf::anon_send(t, std::move(b)); },
+      [](const std::string& what) {
+        std::cerr << "stoker-node: " << what << std::endl;
+      });
+    if (!stream)
+      return fail("for batch streams", describe(stream.error()));
+    local.stream = std::move(*stream);
+    where.data_port = local.stream->port();
+  }
+  self->send(head, join_atom::value, cfg.node_name, *trainer, where);
+  return local;
+}
+
+} // namespace
+
+int member_role_main(caf::actor_system& sys, const run_config& cfg,
+                     const registry& reg) {
+  auto& c = cfg.cluster;
+  std::cout << "stoker-node: role " << cfg.role << ", node " << cfg.node_name
+            << ", head " << c.head_host << ":" << c.head_port << std::endl;
+  if (cfg.console.terminal || cfg.console.port != 0)
+    std::cout << "stoker-node: console.* ignored: the console runs on the "
+                 "head (attach to it there)"
+              << std::endl;
+  auto head = connect_to_head(sys, c);
+  if (!head) {
+    std::cerr << "stoker-node: " << describe(head.error()) << std::endl;
+    return 1;
+  }
+  caf::scoped_actor self{sys};
+  self->monitor(*head);
+  node_info info{cfg.node_name, cfg.node_host, cfg.role,
+                 std::max(1u, std::thread::hardware_concurrency()),
+                 cfg.role == "worker" ? cfg.workers : 0,
+                 cfg.role == "trainer" ? to_string(cfg.trainer.device) : "",
+                 caf::actor_cast<caf::actor>(self)};
+  caf::expected<welcome> hello{caf::error{}};
+  self->request(*head, c.join_timeout, hello_atom::value, info)
+    .receive([&](welcome& w) { hello = std::move(w); },
+             [&](caf::error& err) { hello = std::move(err); });
+  if (!hello) {
+    std::cerr << "stoker-node: the head did not take node '" << cfg.node_name
+              << "': " << describe(hello.error()) << std::endl;
+    return 1;
+  }
+  // The head's pipeline is the one this node runs: refuse to join if this
+  // build cannot run it (another binary, without the user's entries).
+  if (auto err = check_pipeline_names(reg, hello->config)) {
+    std::cerr << "stoker-node: node '" << cfg.node_name
+              << "' refuses to join: " << describe(err) << std::endl;
+    return 1;
+  }
+  auto local = cfg.role == "worker"
+                 ? start_workers(sys, self, cfg, *hello, *head, reg)
+                 : start_trainer(sys, self, cfg, *hello, *head, reg);
+  if (!local) {
+    std::cerr << "stoker-node: " << describe(local.error()) << std::endl;
+    return 1;
+  }
+  std::cout << cfg.role << " '" << cfg.node_name << "' joined; "
+            << local->actors.size() << " actor(s) running";
+  if (local->stream)
+    std::cout << "; batch stream on " << cfg.cluster.bind << ":"
+              << local->stream->port();
+  std::cout << std::endl;
+  int code = 0;
+  for (bool running = true; running;)
+    self->receive(
+      [&](shutdown_atom) {
+        running = false;
+        return done_atom::value;
+      },
+      [&](trainer_endpoint& t) {
+        // A trainer joined after this worker node: connect, and give every
+        // local worker its batch stream.
+        auto direct = sys.middleman().remote_actor<trainer_actor>(t.host,
+                                                                  t.port);
+        if (!direct) {
+          std::cerr << "stoker-node: cannot reach trainer '" << t.node
+                    << "' at " << t.host << ":" << t.port << ": "
+                    << sys.render(direct.error()) << std::endl;
+          return;
+        }
+        if (t.data_port != 0)
+          for (auto& a : local->actors)
+            self->send(a, batch_route{*direct, t.host, t.data_port});
+      },
+      [&](caf::down_msg& msg) {
+        if (msg.source == caf::actor_cast<caf::actor_addr>(*head)) {
+          std::cerr << "stoker-node: the head went away before the run "
+                       "ended"
+                    << (msg.reason ? ": " + describe(msg.reason) : "")
+                    << std::endl;
+          code = 1;
+          running = false;
+        }
+      });
+  // Stop the local actors and wait until they are gone, so the actor
+  // system's shutdown has nothing left to wait for.
+  for (auto& a : local->actors) {
+    self->monitor(a);
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+  }
+  size_t alive = local->actors.size();
+  bool waiting = true;
+  self->receive_while([&] { return waiting && alive > 0; })(
+    [&](caf::down_msg&) { --alive; },
+    [&](shutdown_atom) { return done_atom::value; },
+    caf::after(std::chrono::seconds(5)) >> [&] { waiting = false; });
+  if (alive > 0)
+    std::cerr << "stoker-node: " << alive
+              << " local actor(s) did not stop within 5 s" << std::endl;
+  if (local->stream)
+    std::cout << "batch stream: " << local->stream->frames()
+              << " batch(es) received" << std::endl;
+  std::cout << cfg.role << " '" << cfg.node_name << "' exits; peak RSS "
+            << detail::peak_rss_bytes() / 1000000 << " MB" << std::endl;
+  bound_shutdown(code, std::chrono::seconds(5));
+  return code;
+}
+
+void bound_shutdown(int code, std::chrono::seconds limit) {
+  std::thread{[code, limit] {
+    std::this_thread::sleep_for(limit);
+    std::cerr << "stoker-node: shutdown took over " << limit.count()
+              << " s; exiting" << std::endl;
+    std::_Exit(code);
+  }}.detach();
+}
+
+} // namespace stoker

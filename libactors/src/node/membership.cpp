@@ -1,0 +1,45 @@
+#include "node/membership.hpp"
+
+#include <algorithm>
+
+#include "stoker/errors.hpp"
+
+namespace stoker {
+
+membership::membership(std::vector<std::string> expected)
+  : expected_(std::move(expected)) {
+  // nop
+}
+
+bool membership::contains(const std::string& name) const {
+  return std::find(joined_.begin(), joined_.end(), name) != joined_.end();
+}
+
+caf::error membership::join(const std::string& name) {
+  if (contains(name))
+    return make_error(errc::invalid_config,
+                      "a node named '" + name
+                        + "' has already joined; expected a unique "
+                          "--node.name per node");
+  joined_.push_back(name);
+  return caf::none;
+}
+
+void membership::leave(const std::string& name) {
+  joined_.erase(std::remove(joined_.begin(), joined_.end(), name),
+                joined_.end());
+}
+
+bool membership::complete() const {
+  return missing().empty();
+}
+
+std::vector<std::string> membership::missing() const {
+  std::vector<std::string> result;
+  for (auto& name : expected_)
+    if (!contains(name))
+      result.push_back(name);
+  return result;
+}
+
+} // namespace stoker

@@ -1,0 +1,183 @@
+#include "node/membership_actor.hpp"
+
+#include <algorithm>
+#include <ctime>
+#include <iostream>
+#include <map>
+
+#include <caf/stateful_actor.hpp>
+
+#include "stoker/errors.hpp"
+#include "node/membership.hpp"
+
+namespace stoker {
+
+namespace {
+
+struct membership_state {
+  run_config cfg;
+  router_actor router;
+  membership members{{}};
+  roster current;
+  std::map<std::string, std::string> hosts; // node name -> node.host
+  std::map<caf::actor_addr, std::string> names; // control -> node name
+  std::vector<caf::actor> worker_controls;      // told of new trainers
+  std::vector<node_row> rows;                   // every node seen
+  std::vector<trainer_endpoint> trainers;
+  // Worker nodes wait for a trainer to connect to; `wait` for everyone.
+  std::vector<caf::typed_response_promise<welcome>> waiting_for_trainer;
+  std::vector<caf::typed_response_promise<roster>> waiting_for_all;
+  static constexpr const char* name = "stoker.membership";
+};
+
+using membership_ptr = membership_actor::stateful_pointer<membership_state>;
+
+welcome welcome_of(membership_ptr self) {
+  return welcome{self->state.cfg, self->state.router, self->state.trainers};
+}
+
+void joined(membership_ptr self, const std::string& node) {
+  auto& st = self->state;
+  if (auto err = st.members.join(node)) {
+    std::cout << "head: " << describe(err) << std::endl;
+    return;
+  }
+  st.current.nodes.push_back(node);
+  for (auto i = st.rows.rbegin(); i != st.rows.rend(); ++i)
+    if (i->name == node) {
+      i->state = "joined";
+      break;
+    }
+  // Straight to stdout (not through CAF's printer actor) so the line comes
+  // before the head's own "running".
+  std::cout << "head: node '" << node << "' joined" << std::endl;
+  if (st.members.complete()) {
+    for (auto& promise : st.waiting_for_all)
+      promise.deliver(st.current);
+    st.waiting_for_all.clear();
+  }
+}
+
+membership_actor::behavior_type
+membership_fn(membership_ptr self, run_config cfg, router_actor router) {
+  auto& st = self->state;
+  std::vector<std::string> expected;
+  for (auto& node : cfg.cluster.nodes)
+    expected.push_back(node.name);
+  st.members = membership{std::move(expected)};
+  st.cfg = std::move(cfg);
+  st.router = std::move(router);
+  self->set_down_handler([=](caf::down_msg& msg) {
+    auto& s = self->state;
+    auto i = s.names.find(msg.source);
+    if (i == s.names.end())
+      return;
+    auto name = i->second;
+    s.names.erase(i);
+    s.members.leave(name);
+    auto& n = s.current.nodes;
+    n.erase(std::remove(n.begin(), n.end(), name), n.end());
+    for (auto* c : {&s.current.controls, &s.worker_controls})
+      c->erase(std::remove_if(c->begin(), c->end(),
+                              [&](auto& x) {
+                                return x.address() == msg.source;
+                              }),
+               c->end());
+    auto& t = s.trainers;
+    for (size_t k = 0; k < t.size(); ++k)
+      if (t[k].node == name) {
+        t.erase(t.begin() + static_cast<std::ptrdiff_t>(k));
+        s.current.trainers.erase(s.current.trainers.begin()
+                                 + static_cast<std::ptrdiff_t>(k));
+        break;
+      }
+    for (auto r = s.rows.rbegin(); r != s.rows.rend(); ++r)
+      if (r->name == name) {
+        r->state = "left";
+        break;
+      }
+    std::cout << "head: node '" << name << "' left" << std::endl;
+  });
+  return {
+    [=](hello_atom, node_info& info) -> caf::result<welcome> {
+      auto& s = self->state;
+      if (s.members.contains(info.name))
+        return make_error(errc::invalid_config,
+                          "a node named '" + info.name
+                            + "' has already joined; expected a unique "
+                              "--node.name per node");
+      std::cout << "head: hello from " << info.role << " '" << info.name
+                << "' (" << info.cores << " cores"
+                << (info.role == "worker"
+                      ? ", " + std::to_string(info.workers) + " workers"
+                      : ", device " + info.device)
+                << ")" << std::endl;
+      s.hosts[info.name] = info.host;
+      s.rows.push_back(node_row{info.name, info.role, info.host, info.cores,
+                                info.workers, info.device,
+                                static_cast<int64_t>(std::time(nullptr)),
+                                "joining"});
+      if (info.control) {
+        // When its process goes, its name is free again (a restarted
+        // trainer rejoins under the same name).
+        self->monitor(info.control);
+        s.names[info.control.address()] = info.name;
+        if (info.role == "worker")
+          s.worker_controls.push_back(info.control);
+        s.current.controls.push_back(std::move(info.control));
+      }
+      if (info.role == "worker" && s.trainers.empty()) {
+        s.waiting_for_trainer.push_back(
+          self->template make_response_promise<welcome>());
+        return s.waiting_for_trainer.back();
+      }
+      return welcome_of(self);
+    },
+    [=](join_atom, std::string& node, std::vector<worker_actor>& workers) {
+      auto& s = self->state;
+      for (size_t i = 0; i < workers.size(); ++i) {
+        self->send(s.router, join_atom::value, workers[i],
+                   node + "/" + std::to_string(i), s.hosts[node]);
+        s.current.workers.push_back(workers[i]);
+      }
+      joined(self, node);
+    },
+    [=](join_atom, std::string& node, trainer_actor& trainer,
+        trainer_endpoint& where) {
+      auto& s = self->state;
+      s.current.trainers.push_back(std::move(trainer));
+      // Worker nodes that joined before connect to it too (a trainer
+      // restarted with --resume comes back on new ports).
+      for (auto& control : s.worker_controls)
+        caf::anon_send(control, where);
+      s.trainers.push_back(std::move(where));
+      for (auto& promise : s.waiting_for_trainer)
+        promise.deliver(welcome_of(self));
+      s.waiting_for_trainer.clear();
+      joined(self, node);
+    },
+    [=](wait_atom) -> caf::result<roster> {
+      auto& s = self->state;
+      if (s.members.complete())
+        return s.current;
+      s.waiting_for_all.push_back(
+        self->template make_response_promise<roster>());
+      return s.waiting_for_all.back();
+    },
+    [=](nodes_atom) { return self->state.rows; },
+    [=](roster_atom) {
+      auto r = self->state.current;
+      r.missing = self->state.members.missing();
+      return r;
+    },
+  };
+}
+
+} // namespace
+
+membership_actor spawn_membership(caf::actor_system& sys,
+                                  const run_config& cfg, router_actor router) {
+  return sys.spawn(membership_fn, cfg, std::move(router));
+}
+
+} // namespace stoker

@@ -1,0 +1,49 @@
+#include "stoker/node_main.hpp"
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+
+#include "stoker/errors.hpp"
+#include "node/local_role.hpp"
+#include "node/node_config.hpp"
+#include "node/roles.hpp"
+
+namespace stoker {
+
+int run_node(int argc, char** argv, const registry& reg) {
+  std::string program = argc > 0 ? argv[0] : "stoker-node";
+  program = program.substr(program.find_last_of('/') + 1);
+  node_config cfg;
+  auto loaded = cfg.load(std::vector<std::string>(argv + 1, argv + argc), reg);
+  if (!loaded) {
+    std::cerr << program << ": " << describe(loaded.error()) << std::endl;
+    return 2;
+  }
+  if (!*loaded) { // --help, --long-help or --dump-config was printed
+    std::cout << "Stoker: --config-file defaults to the embedded "
+                 "config/local.ini; --long-help lists every key.\n"
+                 "Registered sources: "
+              << reg.source_names()
+              << "\nRegistered transforms: " << reg.transform_names()
+              << "\nRegistered models: " << reg.model_names() << '\n';
+    return 0;
+  }
+  const auto& run = **loaded;
+  if (caf::get_or(cfg, "print-nodes", false)) { // for tools/launch-cluster
+    for (auto& node : run.cluster.nodes)
+      std::cout << node.name << ' ' << node.role << ' ' << node.workers
+                << '\n';
+    return 0;
+  }
+  caf::actor_system sys{cfg};
+  if (run.role == "head")
+    return head_role_main(sys, run);
+  if (run.role == "worker" || run.role == "trainer")
+    return member_role_main(sys, run, reg);
+  return local_role_main(sys, run, reg);
+}
+
+} // namespace stoker

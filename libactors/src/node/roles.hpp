@@ -1,0 +1,43 @@
+#pragma once
+
+// The roles a node process runs besides local (local_role.hpp): the head,
+// and the worker and trainer members that join it.
+
+#include <chrono>
+
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+
+#include "stoker/actors.hpp"
+#include "stoker/options.hpp"
+
+namespace stoker {
+
+class registry;
+
+/// Connects to the head at cfg.cluster.head_host:head_port, retrying with
+/// back-off (100 ms doubling to 1 s) until cfg.cluster.connect_timeout.
+/// The error names the address, the time waited and the last failure.
+caf::expected<membership_actor> connect_to_head(caf::actor_system& sys,
+                                                const cluster_spec& cfg);
+
+/// `stoker-node --role=head`: publishes the membership actor, waits for the
+/// expected nodes, runs the job, reports, tells every node to exit.
+/// Returns the process exit code.
+int head_role_main(caf::actor_system& sys, const run_config& cfg);
+
+/// `stoker-node --role=worker` or `--role=trainer`: joins the head, runs
+/// its actors until the head says `shutdown`. Refuses to join (exit 1,
+/// naming the entry) when the head's pipeline names a source, transform
+/// or model `reg` lacks. Returns the exit code.
+int member_role_main(caf::actor_system& sys, const run_config& cfg,
+                     const registry& reg);
+
+/// Bounds the process's remaining lifetime: if it has not exited within
+/// `limit` (e.g. because the actor system's shutdown waits on a network peer
+/// that vanished, which CAF 0.17.6's middleman was seen to do about once in
+/// ten cluster runs here), it exits with `code`. Call when all of a node's
+/// own work is done and reported.
+void bound_shutdown(int code, std::chrono::seconds limit);
+
+} // namespace stoker

@@ -1,0 +1,39 @@
+#include "stoker/actors.hpp"
+
+namespace stoker {
+
+void register_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<work_item>("stoker::work_item")
+    .add_message_type<std::vector<work_item>>("std::vector<stoker::work_item>")
+    .add_message_type<image_batch>("stoker::image_batch")
+    .add_message_type<worker_report>("stoker::worker_report")
+    .add_message_type<worker_stats>("stoker::worker_stats")
+    .add_message_type<trainer_hello>("stoker::trainer_hello")
+    .add_message_type<trainer_stats>("stoker::trainer_stats")
+    .add_message_type<router_summary>("stoker::router_summary")
+    .add_message_type<router_status>("stoker::router_status")
+    .add_message_type<worker_status>("stoker::worker_status")
+    .add_message_type<std::vector<worker_status>>(
+      "std::vector<stoker::worker_status>")
+    .add_message_type<source_actor>("stoker::source_actor")
+    .add_message_type<worker_actor>("stoker::worker_actor")
+    .add_message_type<trainer_actor>("stoker::trainer_actor")
+    .add_message_type<router_actor>("stoker::router_actor")
+    .add_message_type<membership_actor>("stoker::membership_actor")
+    .add_message_type<run_config>("stoker::run_config")
+    .add_message_type<batch_route>("stoker::batch_route")
+    .add_message_type<trainer_endpoint>("stoker::trainer_endpoint")
+    .add_message_type<std::vector<trainer_endpoint>>(
+      "std::vector<stoker::trainer_endpoint>")
+    .add_message_type<node_info>("stoker::node_info")
+    .add_message_type<node_row>("stoker::node_row")
+    .add_message_type<std::vector<node_row>>("std::vector<stoker::node_row>")
+    .add_message_type<welcome>("stoker::welcome")
+    .add_message_type<roster>("stoker::roster")
+    .add_message_type<std::vector<worker_actor>>(
+      "std::vector<stoker::worker_actor>")
+    .add_message_type<std::vector<trainer_actor>>(
+      "std::vector<stoker::trainer_actor>");
+}
+
+} // namespace stoker

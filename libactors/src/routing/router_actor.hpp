@@ -1,0 +1,23 @@
+#pragma once
+
+// The router actor: glue over the routing table, the in-flight window,
+// the offload controller and the lease book of this folder.
+
+#include <cstdint>
+
+#include <caf/actor_system.hpp>
+
+#include "stoker/actors.hpp"
+#include "stoker/options.hpp"
+
+namespace stoker {
+
+/// Spawns a router that pulls from `source` and leases by `spec`; it
+/// expects `expected_samples` acknowledged samples before `run` answers.
+/// `batch_bytes` (one batch on the wire) turns the byte budget into a
+/// window ceiling.
+router_actor spawn_router(caf::actor_system& sys, source_actor source,
+                          const router_spec& spec, uint64_t expected_samples,
+                          uint64_t batch_bytes);
+
+} // namespace stoker

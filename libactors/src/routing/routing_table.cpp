@@ -1,0 +1,240 @@
+#include "routing/routing_table.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stoker {
+
+routing_table::routing_table(routing_policy policy, uint64_t stale_after_ns,
+                             uint64_t seed) noexcept
+  : policy_(policy),
+    stale_after_ns_(std::max<uint64_t>(stale_after_ns, 1)),
+    rng_state_(seed) {
+  // nop
+}
+
+size_t routing_table::add_worker(std::string name, std::string host,
+                                 uint64_t now_ns) {
+  workers_.push_back(worker_load{});
+  auto& w = workers_.back();
+  w.name = std::move(name);
+  w.host = std::move(host);
+  w.local = !trainer_host_.empty() && w.host == trainer_host_;
+  w.last_report_ns = now_ns;
+  return workers_.size() - 1;
+}
+
+void routing_table::set_trainer_host(const std::string& host) {
+  trainer_host_ = host;
+  for (auto& w : workers_)
+    w.local = !host.empty() && w.host == host;
+}
+
+void routing_table::on_lease(size_t index, uint32_t samples) {
+  auto& w = workers_.at(index);
+  ++w.outstanding_items;
+  w.outstanding_samples += samples;
+}
+
+void routing_table::on_done(size_t index, uint32_t samples, uint64_t busy_ns,
+                            uint64_t mailbox_depth, uint64_t now_ns) {
+  auto& w = workers_.at(index);
+  w.outstanding_items -= std::min<uint64_t>(w.outstanding_items, 1);
+  w.outstanding_samples -= std::min<uint64_t>(w.outstanding_samples, samples);
+  w.mailbox_depth = mailbox_depth;
+  w.last_report_ns = std::max(w.last_report_ns, now_ns);
+  ++w.items_done;
+  if (busy_ns > 0 && samples > 0) {
+    double rate = samples / (static_cast<double>(busy_ns) * 1e-9);
+    w.rate_sps = w.has_rate ? rate_smoothing * rate
+                                + (1.0 - rate_smoothing) * w.rate_sps
+                            : rate;
+    w.has_rate = true;
+  }
+}
+
+void routing_table::on_report(size_t index, uint64_t mailbox_depth,
+                              uint64_t now_ns) {
+  auto& w = workers_.at(index);
+  w.mailbox_depth = mailbox_depth;
+  w.last_report_ns = std::max(w.last_report_ns, now_ns);
+}
+
+void routing_table::remove_worker(size_t index) {
+  auto& w = workers_.at(index);
+  w.alive = false;
+  w.local = false;
+  w.outstanding_items = w.outstanding_samples = w.mailbox_depth = 0;
+}
+
+size_t routing_table::alive_workers() const noexcept {
+  return static_cast<size_t>(std::count_if(
+    workers_.begin(), workers_.end(), [](auto& w) { return w.alive; }));
+}
+
+size_t routing_table::set_draining(const std::string& name, bool draining) {
+  size_t touched = 0;
+  for (auto& w : workers_)
+    if ((w.name == name || w.name.compare(0, name.size() + 1, name + "/") == 0)
+        && w.alive) {
+      w.draining = draining;
+      ++touched;
+    }
+  return touched;
+}
+
+uint64_t routing_table::silence_ns(size_t index, uint64_t now_ns) const {
+  // A worker reports between items, so a busy one may be silent for the
+  // length of an item.
+  auto& w = workers_.at(index);
+  if (now_ns <= w.last_report_ns)
+    return 0;
+  double per_item = w.outstanding_items > 0
+                      ? static_cast<double>(w.outstanding_samples)
+                          / static_cast<double>(w.outstanding_items)
+                      : 0.0;
+  auto item_ns = static_cast<uint64_t>(per_item / assumed_rate(w) * 1e9);
+  auto silent = now_ns - w.last_report_ns;
+  return silent > item_ns ? silent - item_ns : 0;
+}
+
+double routing_table::assumed_rate(const worker_load& w) const {
+  if (w.has_rate && w.rate_sps > 0.0)
+    return w.rate_sps;
+  // Optimistic for newcomers, so a new worker gets work and gets measured.
+  double best = 0.0;
+  for (auto& other : workers_)
+    if (other.has_rate)
+      best = std::max(best, other.rate_sps);
+  return best > 0.0 ? best : 1.0;
+}
+
+uint64_t routing_table::overdue_ns(size_t index, uint64_t now_ns) const {
+  // Silence beyond the current item's time, past the report allowance.
+  auto silent = silence_ns(index, now_ns);
+  return silent > stale_after_ns_ ? silent - stale_after_ns_ : 0;
+}
+
+double routing_table::expected_delay(size_t index, uint32_t samples,
+                                     uint64_t now_ns) const {
+  auto& w = workers_.at(index);
+  // The router's own count covers items still on the wire; the mailbox
+  // depth covers what it cannot see. Take the larger, in samples.
+  double per_item = w.outstanding_items > 0
+                      ? static_cast<double>(w.outstanding_samples)
+                          / static_cast<double>(w.outstanding_items)
+                      : samples;
+  double queued = std::max(static_cast<double>(w.outstanding_samples),
+                           static_cast<double>(w.mailbox_depth) * per_item);
+  double delay = (queued + samples) / assumed_rate(w);
+  // Silence counts against a worker, more the longer it lasts: a hung
+  // worker soon loses every comparison, a late report costs little.
+  auto overdue = static_cast<double>(overdue_ns(index, now_ns));
+  return delay * (1.0 + overdue / static_cast<double>(stale_after_ns_));
+}
+
+bool routing_table::eligible(size_t index, size_t exclude) const {
+  if (index == exclude || !workers_[index].alive || workers_[index].draining)
+    return false;
+  return policy_ != routing_policy::local_only || workers_[index].local;
+}
+
+bool routing_table::preferred_on_tie(size_t a, size_t b) const {
+  // Locality first (no network hop), then the worker with less work so
+  // far, so work spreads and a newcomer gets measured.
+  if (workers_[a].local != workers_[b].local)
+    return workers_[a].local;
+  auto work_of = [&](size_t i) {
+    return workers_[i].items_done + workers_[i].outstanding_items;
+  };
+  return work_of(a) < work_of(b);
+}
+
+std::optional<size_t> routing_table::least_delay(uint32_t samples,
+                                                 uint64_t now_ns,
+                                                 size_t exclude) const {
+  std::optional<size_t> best;
+  double best_delay = 0.0;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (!eligible(i, exclude))
+      continue;
+    double d = expected_delay(i, samples, now_ns);
+    if (!best) {
+      best = i;
+      best_delay = d;
+      continue;
+    }
+    bool tie = std::abs(d - best_delay) <= 1e-9 * std::max(d, best_delay);
+    if ((!tie && d < best_delay) || (tie && preferred_on_tie(i, *best))) {
+      best = i;
+      best_delay = d;
+    }
+  }
+  return best;
+}
+
+uint64_t routing_table::next_random() noexcept {
+  // splitmix64: tiny, full period, good enough to pick two workers.
+  uint64_t z = (rng_state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::optional<size_t> routing_table::better_of_two(uint32_t samples,
+                                                   uint64_t now_ns,
+                                                   size_t exclude) {
+  // Draw two distinct workers among the eligible ones (alive, not
+  // `exclude`): a scan of flags, but only two delay estimates, where
+  // least-loaded estimates every worker's.
+  size_t n = workers_.size();
+  size_t usable = 0;
+  for (size_t i = 0; i < n; ++i)
+    usable += eligible(i, exclude) ? 1 : 0;
+  if (usable == 0)
+    return std::nullopt;
+  auto draw = [&] {
+    size_t k = next_random() % usable;
+    for (size_t i = 0; i < n; ++i)
+      if (eligible(i, exclude) && k-- == 0)
+        return i;
+    return n; // unreachable: k < usable
+  };
+  size_t a = draw();
+  if (usable == 1)
+    return a;
+  // Redraw until distinct: usable >= 2, so fewer than two redraws expected.
+  size_t b = a;
+  while (b == a)
+    b = draw();
+  double da = expected_delay(a, samples, now_ns);
+  double db = expected_delay(b, samples, now_ns);
+  bool tie = std::abs(da - db) <= 1e-9 * std::max(da, db);
+  if (tie)
+    return preferred_on_tie(b, a) ? b : a;
+  return db < da ? b : a;
+}
+
+std::optional<size_t> routing_table::pick(uint32_t samples, uint64_t now_ns,
+                                          size_t exclude) {
+  if (workers_.empty())
+    return std::nullopt;
+  switch (policy_) {
+    case routing_policy::round_robin:
+      for (size_t tries = 0; tries < workers_.size(); ++tries) {
+        size_t i = next_rr_ % workers_.size();
+        next_rr_ = i + 1;
+        if (eligible(i, exclude))
+          return i;
+      }
+      return std::nullopt;
+    case routing_policy::power_of_two:
+      return better_of_two(samples, now_ns, exclude);
+    case routing_policy::least_loaded:
+    case routing_policy::local_only:
+      break;
+  }
+  return least_delay(samples, now_ns, exclude);
+}
+
+} // namespace stoker

@@ -1,0 +1,205 @@
+#include "train/checkpoint.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <iterator>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "stoker/errors.hpp"
+
+namespace stoker {
+
+namespace {
+
+constexpr char magic[8] = {'S', 'T', 'K', 'C', 'K', 'P', 'T', '1'};
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the checkpoint format assumes a little-endian host");
+
+class writer {
+public:
+  template <class T>
+  void put(T value) {
+    auto at = bytes.size();
+    bytes.resize(at + sizeof(T));
+    std::memcpy(bytes.data() + at, &value, sizeof(T));
+  }
+
+  void put_bytes(const void* data, uint64_t size) {
+    put(size);
+    auto at = bytes.size();
+    bytes.resize(at + size);
+    if (size > 0)
+      std::memcpy(bytes.data() + at, data, size);
+  }
+
+  std::string bytes;
+};
+
+class reader {
+public:
+  explicit reader(const std::string& bytes) : bytes_(bytes) {
+    // nop
+  }
+
+  template <class T>
+  bool get(T& value) {
+    if (bytes_.size() - at_ < sizeof(T))
+      return false;
+    std::memcpy(&value, bytes_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+
+  // A length-prefixed block, copied into `out` (a vector or a string).
+  template <class Container>
+  bool get_bytes(Container& out) {
+    uint64_t size = 0;
+    if (!get(size) || size > bytes_.size() - at_
+        || size % sizeof(typename Container::value_type) != 0)
+      return false;
+    out.resize(size / sizeof(typename Container::value_type));
+    if (size > 0)
+      std::memcpy(out.data(), bytes_.data() + at_, size);
+    at_ += size;
+    return true;
+  }
+
+  bool at_end() const noexcept { return at_ == bytes_.size(); }
+
+private:
+  const std::string& bytes_;
+  size_t at_ = 0;
+};
+
+caf::error io_error(const std::string& path, const std::string& what) {
+  return make_error(errc::io_failure, "checkpoint " + path + ": " + what
+                                        + ": " + std::strerror(errno));
+}
+
+} // namespace
+
+std::string checkpoint_path(const std::string& dir) {
+  return dir + "/checkpoint.stoker";
+}
+
+caf::error write_checkpoint(const checkpoint& ckpt, const std::string& dir) {
+  writer w;
+  w.bytes.append(magic, sizeof(magic));
+  w.put(ckpt.run.dataset_size);
+  w.put(ckpt.run.epochs);
+  w.put(ckpt.run.batch_size);
+  w.put(ckpt.run.seed);
+  w.put(static_cast<uint8_t>(ckpt.run.shuffle));
+  w.put(ckpt.step);
+  w.put(ckpt.done_below);
+  w.put_bytes(ckpt.done_ids.data(), ckpt.done_ids.size() * sizeof(uint64_t));
+  w.put_bytes(ckpt.ledger_bits.data(), ckpt.ledger_bits.size());
+  w.put(ckpt.delivered);
+  w.put(ckpt.duplicates);
+  w.put_bytes(ckpt.engine_state.data(), ckpt.engine_state.size());
+  ::mkdir(dir.c_str(), 0755); // EEXIST is fine; open() below reports others
+  auto path = checkpoint_path(dir);
+  auto tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return io_error(tmp, "cannot create");
+  for (size_t done = 0; done < w.bytes.size();) {
+    auto n = ::write(fd, w.bytes.data() + done, w.bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      auto err = io_error(tmp, "cannot write");
+      ::close(fd);
+      return err;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    auto err = io_error(tmp, "cannot fsync");
+    ::close(fd);
+    return err;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return io_error(path, "cannot rename " + tmp + " to it");
+  // The rename itself must survive a crash: sync the directory entry.
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return caf::none;
+}
+
+caf::expected<checkpoint> read_checkpoint(const std::string& dir) {
+  auto path = checkpoint_path(dir);
+  std::ifstream in{path, std::ios::binary};
+  if (!in)
+    return make_error(errc::io_failure,
+                      "no checkpoint at " + path
+                        + " (--resume needs a run that saved one: set "
+                          "trainer.checkpoint-dir and "
+                          "trainer.checkpoint-every)");
+  std::string bytes{std::istreambuf_iterator<char>{in},
+                    std::istreambuf_iterator<char>{}};
+  if (bytes.size() < sizeof(magic)
+      || std::memcmp(bytes.data(), magic, sizeof(magic) - 1) != 0)
+    return make_error(errc::io_failure, path + " is not a Stoker checkpoint");
+  if (bytes[sizeof(magic) - 1] != magic[sizeof(magic) - 1])
+    return make_error(errc::io_failure,
+                      path + ": checkpoint format '"
+                        + std::string(1, bytes[sizeof(magic) - 1])
+                        + "', this release reads format '1'");
+  std::string body = bytes.substr(sizeof(magic));
+  reader r{body};
+  checkpoint c;
+  uint8_t shuffle = 0;
+  bool ok = r.get(c.run.dataset_size) && r.get(c.run.epochs)
+            && r.get(c.run.batch_size) && r.get(c.run.seed) && r.get(shuffle)
+            && r.get(c.step) && r.get(c.done_below) && r.get_bytes(c.done_ids)
+            && r.get_bytes(c.ledger_bits) && r.get(c.delivered)
+            && r.get(c.duplicates) && r.get_bytes(c.engine_state)
+            && r.at_end();
+  if (!ok)
+    return make_error(errc::io_failure,
+                      path + " is truncated or damaged (" + std::to_string(
+                        bytes.size())
+                        + " bytes)");
+  c.run.shuffle = shuffle != 0;
+  auto expected_bits = (c.run.dataset_size * c.run.epochs + 7) / 8;
+  if (c.ledger_bits.size() != expected_bits)
+    return make_error(errc::io_failure,
+                      path + ": ledger of " + std::to_string(
+                        c.ledger_bits.size())
+                        + " bytes, expected " + std::to_string(expected_bits));
+  return c;
+}
+
+caf::error check_resumable(const run_identity& saved,
+                           const run_identity& now) {
+  auto differs = [](const char* key, auto was, auto is) {
+    return make_error(errc::invalid_config,
+                      std::string{"--resume: the checkpoint was saved with "}
+                        + key + " = " + std::to_string(was)
+                        + ", this run has " + std::to_string(is)
+                        + "; expected the same run");
+  };
+  if (saved.dataset_size != now.dataset_size)
+    return differs("pipeline.dataset-size", saved.dataset_size,
+                   now.dataset_size);
+  if (saved.epochs != now.epochs)
+    return differs("pipeline.epochs", saved.epochs, now.epochs);
+  if (saved.batch_size != now.batch_size)
+    return differs("pipeline.batch-size", saved.batch_size, now.batch_size);
+  if (saved.seed != now.seed)
+    return differs("pipeline.seed", saved.seed, now.seed);
+  if (saved.shuffle != now.shuffle)
+    return differs("pipeline.shuffle", int{saved.shuffle}, int{now.shuffle});
+  return caf::none;
+}
+
+} // namespace stoker

@@ -1,0 +1,81 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <caf/expected.hpp>
+
+#include "stoker/messages.hpp"
+#include "config/run_config.hpp"
+
+namespace stoker {
+
+class registry;
+
+/// What one training step produced.
+struct step_result {
+  double loss = 0.0; ///< NaN when the device is simulated (no model runs)
+};
+
+/// What evaluating one batch produced.
+struct eval_result {
+  uint64_t correct = 0; ///< images whose top prediction is their label
+  double loss_sum = 0.0; ///< cross-entropy summed over the images; NaN: sim
+};
+
+/// The accelerator side of a trainer: one training step per batch. The
+/// trainer actor owns it and calls it from its own (detached) thread only.
+class step_engine {
+public:
+  virtual ~step_engine() = default;
+
+  /// Trains one step on a checked CHW float32 batch. The batch stays owned
+  /// by the caller; engines copy what they keep.
+  virtual caf::expected<step_result> step(const image_batch& batch) = 0;
+
+  /// Predicts a checked CHW float32 batch without training (no gradients,
+  /// the model in evaluation mode for the call).
+  virtual caf::expected<eval_result> evaluate(const image_batch& batch) = 0;
+
+  /// The learning rate of the steps from now on (the trainer's schedule).
+  virtual void set_learning_rate(double lr) = 0;
+
+  /// "cuda:0", "cpu" or "sim".
+  virtual std::string device() const = 0;
+
+  /// True for the simulated accelerator: its output must say so.
+  virtual bool simulated() const = 0;
+
+  /// The device time of the last step, measured on the device (CUDA
+  /// events) where there is one; nothing where only the host's clock can
+  /// tell (CPU, simulated).
+  virtual std::optional<uint64_t> last_device_ns() const {
+    return std::nullopt;
+  }
+
+  /// The model and optimizer as bytes, for a checkpoint (empty for the
+  /// simulated accelerator).
+  virtual caf::expected<std::string> save_state() = 0;
+
+  /// Restores what save_state() gave; errors name what does not fit.
+  virtual caf::error load_state(const std::string& state) = 0;
+};
+
+/// A simulated accelerator for machines without one: sleeps `step_ms` per
+/// step (no CPU used while "computing").
+std::unique_ptr<step_engine> make_sim_engine(uint32_t step_ms);
+
+/// The model `spec.model_entry` names in `reg` (the built-ins: the ViT or
+/// the CNN) trained with its optimizer (default: SGD or AdamW as
+/// trainer.optimizer says) on `spec.device` (auto: CUDA when LibTorch sees
+/// a GPU, else CPU). Fails with errc::invalid_config when the device is not
+/// available or the model is not registered, naming it.
+caf::expected<std::unique_ptr<step_engine>>
+make_torch_engine(const trainer_spec& spec, const registry& reg);
+
+/// The engine `spec.device` asks for (sim needs no model).
+caf::expected<std::unique_ptr<step_engine>>
+make_step_engine(const trainer_spec& spec, const registry& reg);
+
+} // namespace stoker

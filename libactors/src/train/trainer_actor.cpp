@@ -1,0 +1,457 @@
+#include "train/trainer_actor.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include <caf/actor_ostream.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "stoker/actors.hpp"
+#include "stoker/errors.hpp"
+#include "core/batch_id_set.hpp"
+#include "kernels/blur.hpp"
+#include "train/checkpoint.hpp"
+#include "train/delivery_ledger.hpp"
+#include "train/epoch_gate.hpp"
+#include "train/step_engine.hpp"
+#include "transport/batch_check.hpp"
+#include "transport/batch_codec.hpp"
+
+namespace stoker {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+uint64_t ns_between(clock_type::time_point a, clock_type::time_point b) {
+  return static_cast<uint64_t>(
+    std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
+}
+
+struct trainer_state {
+  std::shared_ptr<step_engine> engine;
+  trainer_spec spec; // the learning-rate schedule
+  run_identity run;
+  std::string checkpoint_dir; // empty: no checkpoints
+  uint32_t checkpoint_every = 100;
+  std::shared_ptr<buffer_pool> pool; // where batch buffers go back, if set
+  // pipeline.placement gpu|auto: the blur stage of HWC batches, on the GPU.
+  std::shared_ptr<cuda_blur_stage> gpu_blur;
+  blur_params blur;
+  std::optional<delivery_ledger> ledger;
+  batch_expectation expect;
+  trainer_stats stats;
+  // Batch ids trained on: a hedged lease can bring a batch twice.
+  batch_id_set consumed;
+  uint32_t log_every = 100;
+  // Since when the accelerator has had nothing to do.
+  clock_type::time_point idle_since = clock_type::now();
+  // Sums over the steps since the last progress line.
+  uint64_t window_step_ns = 0;
+  uint64_t window_wait_ns = 0;
+  // Per epoch: train(e), test(e), train(e+1); with trainer.eval, batches
+  // ahead of their phase wait in `held`.
+  std::optional<epoch_gate> gate;
+  bool evaluates = false;
+  std::deque<image_batch> held;
+  struct epoch_sums {
+    double loss = 0.0;
+    uint64_t steps = 0;
+    uint64_t correct = 0;
+    uint64_t evaluated = 0;
+  };
+  std::map<uint64_t, epoch_sums> epochs;
+  static constexpr const char* name = "stoker.trainer";
+};
+
+using trainer_ptr = trainer_actor::stateful_pointer<trainer_state>;
+
+void log_progress(trainer_ptr self) {
+  auto& st = self->state;
+  double busy = static_cast<double>(st.window_step_ns);
+  double waited = static_cast<double>(st.window_wait_ns);
+  // As in the article, a step's time runs from one step to the next, so
+  // waiting for data shows in it; the compute part is printed beside it.
+  double per_step_s = 1e-9 / st.log_every;
+  std::ostringstream line;
+  line << "Iteration " << st.stats.steps << ": avg time per step "
+       << std::fixed << std::setprecision(4) << (busy + waited) * per_step_s
+       << " s (compute " << busy * per_step_s << " s), accelerator idle "
+       << std::setprecision(1) << 100.0 * waited / std::max(1.0, busy + waited)
+       << "%";
+  if (st.engine->simulated())
+    line << " [simulated accelerator]";
+  else
+    line << ", loss " << std::setprecision(4) << st.stats.last_loss;
+  caf::aout(self) << line.str() << std::endl;
+  st.window_step_ns = st.window_wait_ns = 0;
+}
+
+constexpr size_t max_skipped_examples = 10;
+
+// The end of a phase: prints the epoch's figures and keeps them for the
+// report (train_loss after training, test_accuracy after evaluating);
+// -1 where the simulated accelerator measured nothing.
+void close_phase(trainer_ptr self, uint64_t epoch, split part) {
+  auto& s = self->state;
+  auto& e = s.epochs[epoch];
+  bool measured = !s.engine->simulated();
+  auto shown = [](double x) {
+    std::ostringstream text;
+    if (x < 0)
+      text << "n/a";
+    else
+      text << std::fixed << std::setprecision(4) << x;
+    return text.str();
+  };
+  std::ostringstream line;
+  line << "epoch " << epoch + 1 << ": ";
+  if (part == split::train) {
+    double loss = measured && e.steps > 0
+                    ? e.loss / static_cast<double>(e.steps)
+                    : -1.0;
+    s.stats.epoch_train_loss.push_back(loss);
+    line << "train_loss " << shown(loss);
+    if (s.evaluates)
+      return; // printed with the test accuracy
+  } else {
+    double acc = measured && e.evaluated > 0
+                   ? static_cast<double>(e.correct)
+                       / static_cast<double>(e.evaluated)
+                   : -1.0;
+    s.stats.epoch_test_accuracy.push_back(acc);
+    line << "train_loss "
+         << shown(s.stats.epoch_train_loss.empty()
+                    ? -1.0
+                    : s.stats.epoch_train_loss.back())
+         << ", test_accuracy " << shown(acc) << " (" << e.evaluated
+         << " test samples)";
+  }
+  if (!measured)
+    line << " [simulated accelerator]";
+  caf::aout(self) << line.str() << std::endl;
+  s.epochs.erase(epoch);
+}
+
+run_identity identity_of(const run_config& cfg) {
+  auto& s = cfg.source;
+  return run_identity{s.dataset_size, s.epochs, s.batch_size, s.seed,
+                      s.shuffle};
+}
+
+// Saves model, optimizer and data cursor; false (after quitting with the
+// reason) if it cannot: going on would risk more than stopping.
+bool save_checkpoint(trainer_ptr self, const router_actor& router) {
+  auto& s = self->state;
+  auto t0 = clock_type::now();
+  auto engine_state = s.engine->save_state();
+  if (!engine_state) {
+    self->quit(engine_state.error());
+    return false;
+  }
+  checkpoint c;
+  c.run = s.run;
+  c.step = s.stats.steps;
+  c.done_below = s.consumed.watermark();
+  c.done_ids = s.consumed.sparse();
+  c.ledger_bits = s.ledger->pack();
+  c.delivered = s.ledger->delivered();
+  c.duplicates = s.ledger->duplicates();
+  c.engine_state = std::move(*engine_state);
+  if (auto err = write_checkpoint(c, s.checkpoint_dir)) {
+    self->quit(err);
+    return false;
+  }
+  // The router may forget the items acked so far: a restarted trainer
+  // will not need them again.
+  self->send(router, saved_atom::value);
+  caf::aout(self) << "checkpoint: step " << c.step << " saved to "
+                  << checkpoint_path(s.checkpoint_dir) << " ("
+                  << ns_between(t0, clock_type::now()) / 1000000 << " ms)"
+                  << std::endl;
+  return true;
+}
+
+// Gives a batch's buffer back to the listener that filled it, if any.
+void recycle(trainer_state& s, image_batch& batch) {
+  if (s.pool)
+    s.pool->release(std::move(batch.data));
+}
+
+// The accelerator's idle time before a batch that starts at `start`.
+uint64_t account_wait(trainer_ptr self, clock_type::time_point start) {
+  auto& s = self->state;
+  // Waiting for the very first batch is start-up (nodes joining, the
+  // pipeline filling), not a data shortage; it is not counted as idle.
+  auto waited = s.stats.steps + s.stats.rejected_batches == 0
+                  ? uint64_t{0}
+                  : ns_between(s.idle_since, std::max(s.idle_since, start));
+  s.stats.wait_ns += waited;
+  s.window_wait_ns += waited;
+  return waited;
+}
+
+// Runs one checked batch whose phase has come: a training step, or an
+// evaluation of a test batch; acks it. False if the trainer had to quit.
+bool run_batch(trainer_ptr self, image_batch& batch,
+               clock_type::time_point start, const router_actor& router) {
+  auto& s = self->state;
+  auto waited = account_wait(self, start);
+  decode_batch(batch); // to float32, if it travelled as 16-bit
+  if (batch.order == layout::hwc) { // leased for the GPU blur (placement)
+    if (auto err = s.gpu_blur->run(s.blur, batch)) {
+      self->quit(err);
+      return false;
+    }
+    ++s.stats.gpu_blurred_batches;
+  }
+  for (size_t i = 0; i < batch.skipped_names.size()
+                     && s.stats.skipped_examples.size() < max_skipped_examples;
+       ++i)
+    s.stats.skipped_examples.push_back(batch.skipped_names[i]);
+  s.stats.skipped_samples += batch.skipped_ids.size();
+  auto& sums = s.epochs[batch.epoch];
+  if (batch.part == split::test) {
+    if (!batch.sample_ids.empty()) {
+      auto result = s.engine->evaluate(batch);
+      if (!result) {
+        self->quit(result.error());
+        return false;
+      }
+      sums.correct += result->correct;
+      sums.evaluated += batch.size();
+    }
+  } else {
+    if (!batch.sample_ids.empty()) { // not only skipped files
+      s.engine->set_learning_rate(learning_rate_at(s.spec, s.stats.steps));
+      auto result = s.engine->step(batch);
+      if (!result) {
+        self->quit(result.error());
+        return false;
+      }
+      s.stats.steps += 1;
+      s.stats.last_loss = result->loss;
+      sums.loss += result->loss;
+      sums.steps += 1;
+    }
+    for (auto id : batch.sample_ids)
+      s.ledger->record(batch.epoch, id);
+    for (auto id : batch.skipped_ids) // handled once: skipped, not lost
+      s.ledger->record(batch.epoch, id);
+  }
+  s.consumed.insert(batch.batch_id);
+  auto end = clock_type::now();
+  // A step or an evaluation kept the accelerator busy; skipped files only
+  // did not.
+  uint64_t step_ns = batch.sample_ids.empty() ? 0 : ns_between(start, end);
+  if (auto device_ns = s.engine->last_device_ns();
+      device_ns && !batch.sample_ids.empty()) {
+    // On CUDA the device's own clock says how busy it was: the host's
+    // share of the step (launches, the GPU blur's copies) is idle time.
+    auto idle = step_ns - std::min(step_ns, *device_ns);
+    waited += idle;
+    s.stats.wait_ns += idle;
+    s.window_wait_ns += idle;
+    step_ns -= idle;
+  }
+  uint64_t backlog = self->mailbox().size(); // batches that waited
+  s.stats.step_ns += step_ns;
+  s.window_step_ns += step_ns;
+  s.idle_since = end;
+  self->send(router, ack_atom::value, batch.batch_id, waited, step_ns,
+             backlog);
+  if (s.gate->finish(batch.epoch, batch.part,
+                     batch.size() + batch.skipped_ids.size()))
+    close_phase(self, batch.epoch, batch.part);
+  if (batch.part == split::train && !batch.sample_ids.empty()) {
+    if (s.stats.steps % s.log_every == 0)
+      log_progress(self);
+    if (!s.checkpoint_dir.empty() && s.stats.steps % s.checkpoint_every == 0)
+      return save_checkpoint(self, router);
+  }
+  return true;
+}
+
+trainer_actor::behavior_type
+trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
+           run_config cfg, router_actor router,
+           std::shared_ptr<buffer_pool> pool,
+           std::shared_ptr<const checkpoint> resumed,
+           std::shared_ptr<cuda_blur_stage> gpu_blur) {
+  auto& st = self->state;
+  st.engine = std::move(engine);
+  st.gpu_blur = std::move(gpu_blur);
+  st.blur = cfg.blur;
+  st.spec = cfg.trainer;
+  st.pool = std::move(pool);
+  st.run = identity_of(cfg);
+  st.checkpoint_dir = cfg.trainer.checkpoint_dir;
+  st.checkpoint_every = cfg.trainer.checkpoint_every;
+  st.ledger.emplace(cfg.source.dataset_size, cfg.source.epochs);
+  trainer_hello hello{cfg.trainer.prefetch,
+                      cfg.node_host,
+                      !cfg.trainer.checkpoint_dir.empty(),
+                      resumed != nullptr,
+                      0,
+                      {},
+                      st.gpu_blur != nullptr};
+  if (resumed) {
+    st.ledger->restore(resumed->ledger_bits, resumed->delivered,
+                       resumed->duplicates);
+    st.consumed.restore(resumed->done_below, resumed->done_ids);
+    st.stats.steps = resumed->step;
+    st.stats.resumed_samples = resumed->delivered;
+    hello.done_below = resumed->done_below;
+    hello.done_ids = resumed->done_ids;
+    caf::aout(self) << "trainer: resumed from step " << resumed->step
+                    << " (" << st.ledger->unique()
+                    << " samples trained before)" << std::endl;
+  }
+  st.expect = batch_expectation{cfg.data.output.height,
+                                cfg.data.output.width,
+                                cfg.data.output.channels,
+                                cfg.data.num_classes,
+                                layout::chw,
+                                cfg.transport,
+                                cfg.source.dataset_size,
+                                cfg.source.epochs,
+                                cfg.source.eval_size,
+                                cfg.data.source.name == "synthetic"};
+  st.evaluates = cfg.source.eval_size > 0;
+  st.gate.emplace(cfg.source.dataset_size, cfg.source.eval_size,
+                  resumed ? st.ledger->unique() : 0);
+  st.stats.device = st.engine->device();
+  st.stats.simulated = st.engine->simulated();
+  st.log_every = cfg.trainer.log_every;
+  self->send(router, credit_atom::value,
+             caf::actor_cast<trainer_actor>(self), std::move(hello));
+  return {
+    [=](image_batch& batch) {
+      auto& s = self->state;
+      bool copy = s.consumed.contains(batch.batch_id)
+                  || std::any_of(s.held.begin(), s.held.end(),
+                                 [&](auto& h) {
+                                   return h.batch_id == batch.batch_id;
+                                 });
+      if (copy) {
+        // The slower copy of a hedged batch: the faster one was trained on.
+        ++s.stats.dropped_copies;
+        recycle(s, batch);
+        return;
+      }
+      auto start = clock_type::now();
+      auto expect = s.expect;
+      if (s.gpu_blur && batch.order == layout::hwc)
+        expect.order = layout::hwc; // the GPU blur's input (placement)
+      if (auto err = check_batch(batch, expect)) {
+        // Not trained on, not counted as delivered: the report shows it.
+        ++s.stats.rejected_batches;
+        if (s.stats.first_error.empty())
+          s.stats.first_error = describe(err);
+        caf::aout(self) << "trainer: rejected " << describe(err) << std::endl;
+        self->send(router, ack_atom::value, batch.batch_id,
+                   account_wait(self, start), uint64_t{0},
+                   uint64_t{self->mailbox().size()});
+        recycle(s, batch);
+        s.idle_since = clock_type::now();
+        return;
+      }
+      if (s.evaluates && !s.gate->ready(batch.epoch, batch.part)) {
+        // Ahead of its phase (the next epoch before this one's test, say):
+        // it waits; its buffer comes back when it runs.
+        s.held.push_back(std::move(batch));
+        return;
+      }
+      if (!run_batch(self, batch, start, router))
+        return;
+      recycle(s, batch);
+      // Phases may have passed: run what waited for them, in order.
+      for (bool ran = true; ran;) {
+        ran = false;
+        for (auto i = s.held.begin(); i != s.held.end(); ++i)
+          if (s.gate->ready(i->epoch, i->part)) {
+            auto next = std::move(*i);
+            s.held.erase(i);
+            if (!run_batch(self, next, clock_type::now(), router))
+              return;
+            recycle(s, next);
+            ran = true;
+            break;
+          }
+      }
+    },
+    [=](stats_atom) {
+      auto& s = self->state;
+      auto stats = s.stats;
+      stats.samples_delivered = s.ledger->delivered();
+      stats.unique_samples = s.ledger->unique();
+      stats.duplicates = s.ledger->duplicates();
+      return stats;
+    },
+  };
+}
+
+// The GPU blur stage `pipeline.placement` asks for: none for cpu; for gpu
+// it must open; for auto a GPU-less trainer says so and the workers blur.
+caf::expected<std::shared_ptr<cuda_blur_stage>>
+open_gpu_blur(const run_config& cfg) {
+  auto placement = cfg.router.placement;
+  if (placement == blur_placement::cpu)
+    return std::shared_ptr<cuda_blur_stage>{};
+  auto stage = cuda_blur_stage::open(0);
+  if (!stage) {
+    if (placement == blur_placement::gpu)
+      return make_error(errc::invalid_config,
+                        "pipeline.placement = \"gpu\": "
+                          + describe(stage.error())
+                          + "; expected a trainer with a CUDA device, or "
+                            "pipeline.placement = \"cpu\" or \"auto\"");
+    std::cout << "trainer: pipeline.placement = \"auto\": "
+              << describe(stage.error()) << "; the workers blur everything"
+              << std::endl;
+    return std::shared_ptr<cuda_blur_stage>{};
+  }
+  std::cout << "trainer: the blur stage can run on " << stage->device_name()
+            << " (pipeline.placement = \"" << to_string(placement) << "\")"
+            << std::endl;
+  return std::make_shared<cuda_blur_stage>(std::move(*stage));
+}
+
+} // namespace
+
+caf::expected<trainer_actor>
+spawn_trainer(caf::actor_system& sys, const run_config& cfg,
+              const registry& reg, router_actor router,
+              std::shared_ptr<buffer_pool> pool) {
+  auto engine = make_step_engine(cfg.trainer, reg);
+  if (!engine)
+    return std::move(engine.error());
+  std::shared_ptr<const checkpoint> resumed;
+  if (cfg.resume) {
+    auto loaded = read_checkpoint(cfg.trainer.checkpoint_dir);
+    if (!loaded)
+      return std::move(loaded.error());
+    if (auto err = check_resumable(loaded->run, identity_of(cfg)))
+      return err;
+    if (auto err = (*engine)->load_state(loaded->engine_state))
+      return err;
+    loaded->engine_state.clear(); // in the engine now
+    resumed = std::make_shared<const checkpoint>(std::move(*loaded));
+  }
+  auto gpu_blur = open_gpu_blur(cfg);
+  if (!gpu_blur)
+    return std::move(gpu_blur.error());
+  std::shared_ptr<step_engine> shared = std::move(*engine);
+  return sys.spawn<caf::detached>(trainer_fn, std::move(shared), cfg,
+                                  std::move(router), std::move(pool),
+                                  std::move(resumed), std::move(*gpu_blur));
+}
+
+} // namespace stoker

@@ -1,0 +1,30 @@
+#pragma once
+
+// The trainer actor: glue over the step engine, the delivery ledger, the
+// epoch gate and checkpoints of this folder.
+
+#include <memory>
+
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+
+#include "stoker/actors.hpp"
+#include "stoker/options.hpp"
+#include "transport/buffer_pool.hpp"
+
+namespace stoker {
+
+class registry;
+
+/// Spawns a detached trainer; returns an error if its device cannot be
+/// set up (e.g. `cuda` without a GPU). With a `pool`, each batch's buffer
+/// goes back to it after the step (the batch_listener that filled it
+/// takes it from there). With `cfg.resume` it loads the checkpoint in
+/// trainer.checkpoint-dir first; an error names what does not fit. The
+/// model comes from `reg` (read here only: the trainer keeps no reference).
+caf::expected<trainer_actor>
+spawn_trainer(caf::actor_system& sys, const run_config& cfg,
+              const registry& reg, router_actor router,
+              std::shared_ptr<buffer_pool> pool = nullptr);
+
+} // namespace stoker

@@ -1,0 +1,269 @@
+// The built-in transforms as registry entries: each one's argument checks,
+// what it makes of the chain's shape, and its per-sample function (the
+// image operations themselves are in transforms.cpp).
+
+#include <cmath>
+
+#include <opencv2/imgproc.hpp>
+
+#include "stoker/errors.hpp"
+#include "stoker/registry.hpp"
+#include "kernels/blur.hpp"
+#include "kernels/image_ops.hpp"
+#include "registry/builtins.hpp"
+
+namespace stoker::detail {
+
+namespace {
+
+bool whole(double x, double lo, double hi) {
+  return x >= lo && x <= hi && std::floor(x) == x;
+}
+
+uint32_t u32(double x) {
+  return static_cast<uint32_t>(x);
+}
+
+bool size_arg(const entry_spec& t, size_t i) {
+  return whole(t.args[i], 1, 16384);
+}
+
+// Every built-in replaces the pixels; none can fail on a decoded image.
+template <class F>
+auto pixels(F f) {
+  return [f](const entry_spec& t, sample_input& s, const counter_rng& rng) {
+    s.pixels = f(t.args, s.pixels, rng);
+    return caf::error{};
+  };
+}
+
+caf::error check_decode(const entry_spec& t, chain_state& st) {
+  auto& a = t.args;
+  if (st.files && !st.encoded)
+    return transform_error(t, "the image is decoded already");
+  if (!a.empty() && a[0] != 1 && a[0] != 3)
+    return transform_error(t, "expected decode (RGB) or decode(1) "
+                              "(grayscale)");
+  st.shape.channels = !a.empty() && a[0] == 1 ? 1
+                      : st.encoded           ? 3
+                                             : st.shape.channels;
+  st.encoded = false;
+  return caf::none;
+}
+
+caf::error apply_decode(const entry_spec& t, sample_input& s,
+                        const counter_rng&) {
+  bool gray = !t.args.empty() && t.args[0] == 1;
+  if (!s.encoded.empty() || s.pixels.empty()) {
+    s.pixels = decode_image(s.encoded, gray);
+    if (s.pixels.empty())
+      return make_error(errc::io_failure,
+                        "not a decodable image ("
+                          + std::to_string(s.encoded.size()) + " bytes)");
+    s.encoded = {};
+  } else if (gray && s.pixels.channels() == 3) {
+    cv::Mat out;
+    cv::cvtColor(s.pixels, out, cv::COLOR_RGB2GRAY);
+    s.pixels = out;
+  }
+  return caf::none;
+}
+
+// resize(S) / resize(H, W) and center-crop(S) / center-crop(H, W).
+caf::error check_sized(const entry_spec& t, chain_state& st) {
+  auto& a = t.args;
+  auto& shape = st.shape;
+  if (!size_arg(t, 0) || (a.size() == 2 && !size_arg(t, 1)))
+    return transform_error(t, "sizes must be whole numbers from 1 to 16384");
+  if (a.size() == 2 || t.name == "center-crop") {
+    shape.height = u32(a[0]);
+    shape.width = u32(a.size() == 2 ? a[1] : a[0]);
+  } else if (shape.height != 0 && shape.width != 0) {
+    auto s = static_cast<double>(u32(a[0]));
+    auto h = static_cast<double>(shape.height);
+    auto w = static_cast<double>(shape.width);
+    // The shorter side becomes s (torchvision rounds the other down).
+    if (h <= w) {
+      shape.width = u32(std::floor(s * w / h));
+      shape.height = u32(s);
+    } else {
+      shape.height = u32(std::floor(s * h / w));
+      shape.width = u32(s);
+    }
+  } else {
+    shape.height = shape.width = 0; // depends on each image
+  }
+  return caf::none;
+}
+
+caf::error check_random_resized(const entry_spec& t, chain_state& st) {
+  auto& a = t.args;
+  if (!size_arg(t, 0))
+    return transform_error(t, "SIZE must be a whole number from 1 to 16384");
+  if (a.size() == 2 || a.size() == 4)
+    return transform_error(t, "give both SCALE_MIN and SCALE_MAX (and both "
+                              "ratios)");
+  if (a.size() >= 3 && !(a[1] > 0 && a[1] <= a[2] && a[2] <= 1))
+    return transform_error(t, "expected 0 < SCALE_MIN <= SCALE_MAX <= 1");
+  if (a.size() == 5 && !(a[3] > 0 && a[3] <= a[4]))
+    return transform_error(t, "expected 0 < RATIO_MIN <= RATIO_MAX");
+  st.shape.height = st.shape.width = u32(a[0]);
+  return caf::none;
+}
+
+caf::error check_random_crop(const entry_spec& t, chain_state& st) {
+  auto& a = t.args;
+  auto& shape = st.shape;
+  if (!size_arg(t, 0) || (a.size() == 2 && !whole(a[1], 0, 4096)))
+    return transform_error(t, "SIZE from 1 to 16384, PADDING a whole number "
+                              "from 0");
+  uint32_t pad = a.size() == 2 ? u32(a[1]) : 0;
+  if (shape.height != 0 && shape.width != 0
+      && (shape.height + 2 * pad < u32(a[0])
+          || shape.width + 2 * pad < u32(a[0])))
+    return transform_error(t, "the padded image ("
+                                + std::to_string(shape.height) + "x"
+                                + std::to_string(shape.width) + " + "
+                                + std::to_string(pad)
+                                + " on each side) is smaller than the crop");
+  shape.height = shape.width = u32(a[0]);
+  return caf::none;
+}
+
+caf::error check_normalize(const entry_spec& t, chain_state& st) {
+  auto& a = t.args;
+  if (!st.is_float)
+    return transform_error(t, "normalize works on float pixels; put it "
+                              "after to-tensor");
+  if (a.size() != 2 && a.size() != 2 * size_t{st.shape.channels})
+    return transform_error(t, "expected one MEAN and STD for all channels "
+                              "or one of each per channel ("
+                                + std::to_string(st.shape.channels) + ")");
+  for (size_t i = a.size() / 2; i < a.size(); ++i)
+    if (!(a[i] > 0))
+      return transform_error(t, "every STD must be above 0");
+  return caf::none;
+}
+
+caf::error check_blur(const entry_spec& t, chain_state& st) {
+  auto& a = t.args;
+  if (!st.is_float)
+    return transform_error(t, "gaussian-blur works on float pixels; put it "
+                              "after to-tensor");
+  if (!whole(a[0], 1, 99) || u32(a[0]) % 2 == 0)
+    return transform_error(t, "KERNEL must be odd, from 1 to 99");
+  double lo = a.size() > 1 ? a[1] : 0.1;
+  double hi = a.size() > 2 ? a[2] : (a.size() > 1 ? a[1] : 2.0);
+  if (!(lo > 0 && lo <= hi && hi <= 100))
+    return transform_error(t, "expected 0 < SIGMA_MIN <= SIGMA_MAX <= 100");
+  if (a.size() == 4 && !whole(a[3], 1, 1000))
+    return transform_error(t, "REPEAT must be a whole number from 1 to 1000");
+  return caf::none;
+}
+
+cv::Mat apply_blur(const std::vector<double>& a, const cv::Mat& img,
+                   const counter_rng& rng) {
+  double lo = a.size() > 1 ? a[1] : 0.1;
+  double hi = a.size() > 2 ? a[2] : (a.size() > 1 ? a[1] : 2.0);
+  uint32_t repeat = a.size() > 3 ? u32(a[3]) : 1;
+  // Two owned buffers, ping-ponged: the input may be a source's memory.
+  cv::Mat cur = img.isContinuous() ? img : img.clone();
+  cv::Mat ping(cur.rows, cur.cols, cur.type());
+  cv::Mat pong(cur.rows, cur.cols, cur.type());
+  for (uint32_t call = 0; call < repeat; ++call) {
+    auto sigma = static_cast<float>(lo + (hi - lo) * rng.uniform(call));
+    cv::Mat& out = call % 2 == 0 ? ping : pong;
+    blur_image_opencv(cur.ptr<float>(), out.ptr<float>(),
+                      static_cast<uint32_t>(cur.rows),
+                      static_cast<uint32_t>(cur.cols),
+                      static_cast<uint32_t>(cur.channels()),
+                      gaussian_kernel(sigma, u32(a[0])));
+    cur = out;
+  }
+  return cur;
+}
+
+std::vector<entry_spec> dropped_in_eval(const entry_spec&) {
+  return {};
+}
+
+} // namespace
+
+void add_builtin_transforms(registry& reg) {
+  transform_def decode{"decode", 0, 1, "decode or decode(1) for grayscale",
+                       check_decode, apply_decode, {}, true, ""};
+  must_add(reg.add(std::move(decode)));
+  must_add(reg.add(transform_def{
+    "resize", 1, 2, "resize(SHORTER_SIDE) or resize(HEIGHT, WIDTH)",
+    check_sized, pixels([](auto& a, const cv::Mat& img, auto&) {
+      return a.size() == 2 ? resize_image(img, u32(a[0]), u32(a[1]))
+                           : resize_image(img, 0, u32(a[0]));
+    }),
+    {}, false, ""}));
+  must_add(reg.add(transform_def{
+    "center-crop", 1, 2, "center-crop(SIZE) or center-crop(HEIGHT, WIDTH)",
+    check_sized, pixels([](auto& a, const cv::Mat& img, auto&) {
+      return center_crop(img, u32(a[0]), u32(a.size() == 2 ? a[1] : a[0]));
+    }),
+    {}, false, ""}));
+  must_add(reg.add(transform_def{
+    "random-resized-crop", 1, 5,
+    "random-resized-crop(SIZE[, SCALE_MIN, SCALE_MAX[, RATIO_MIN, "
+    "RATIO_MAX]])",
+    check_random_resized,
+    pixels([](auto& a, const cv::Mat& img, const counter_rng& rng) {
+      auto box = random_resized_box(img.rows, img.cols,
+                                    a.size() > 1 ? a[1] : 0.08,
+                                    a.size() > 2 ? a[2] : 1.0,
+                                    a.size() > 3 ? a[3] : 3.0 / 4.0,
+                                    a.size() > 4 ? a[4] : 4.0 / 3.0, rng);
+      return resize_image(img(box), u32(a[0]), u32(a[0]));
+    }),
+    [](const entry_spec& t) { // resize(S) then center-crop(S)
+      return std::vector<entry_spec>{make_entry("resize", {t.args[0]}),
+                                     make_entry("center-crop", {t.args[0]})};
+    },
+    false, ""}));
+  must_add(reg.add(transform_def{
+    "random-crop", 1, 2, "random-crop(SIZE[, PADDING])", check_random_crop,
+    pixels([](auto& a, const cv::Mat& img, const counter_rng& rng) {
+      return random_crop(img, u32(a[0]), a.size() == 2 ? u32(a[1]) : 0, rng);
+    }),
+    [](const entry_spec& t) { // center-crop(S)
+      return std::vector<entry_spec>{make_entry("center-crop", {t.args[0]})};
+    },
+    false, ""}));
+  must_add(reg.add(transform_def{
+    "horizontal-flip", 0, 1, "horizontal-flip([P]) with 0 <= P <= 1",
+    [](const entry_spec& t, chain_state&) {
+      if (!t.args.empty() && !(t.args[0] >= 0 && t.args[0] <= 1))
+        return transform_error(t, "expected a probability from 0 to 1");
+      return caf::error{};
+    },
+    pixels([](auto& a, const cv::Mat& img, const counter_rng& rng) {
+      return horizontal_flip(img, a.empty() ? 0.5 : a[0], rng);
+    }),
+    dropped_in_eval, false, ""}));
+  must_add(reg.add(transform_def{
+    "to-tensor", 0, 0, "to-tensor",
+    [](const entry_spec&, chain_state& st) {
+      st.is_float = true;
+      return caf::error{};
+    },
+    pixels([](auto&, const cv::Mat& img, auto&) { return to_float(img); }),
+    {}, false, ""}));
+  must_add(reg.add(transform_def{
+    "normalize", 2, 8, "normalize(MEAN, STD) or normalize(M1..Mc, S1..Sc)",
+    check_normalize, pixels([](auto& a, const cv::Mat& img, auto&) {
+      auto half = a.size() / 2;
+      return normalize_image(img, {a.begin(), a.begin() + half},
+                             {a.begin() + half, a.end()});
+    }),
+    {}, false, ""}));
+  must_add(reg.add(transform_def{
+    "gaussian-blur", 1, 4,
+    "gaussian-blur(KERNEL[, SIGMA_MIN[, SIGMA_MAX[, REPEAT]]])", check_blur,
+    pixels(apply_blur), dropped_in_eval, false, ""}));
+}
+
+} // namespace stoker::detail

@@ -1,0 +1,122 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "stoker/messages.hpp"
+#include "transport/buffer_pool.hpp"
+
+namespace stoker {
+
+/// The bulk path for image batches between nodes: one TCP stream from each
+/// worker actor to each trainer node, carrying batch frames (batch_frame.hpp)
+/// beside CAF's middleman, which keeps the small messages (leases, reports,
+/// acknowledgements). CAF 0.17 would serialize a 38 MB batch into a fresh
+/// buffer, copy it again into its write queue and deserialize it into a
+/// third (about 40 ms per batch here); this stream writes the image bytes
+/// straight from the batch and reads them straight into a recycled buffer.
+
+/// The sending end, owned by one worker actor (and used on its thread only).
+/// Move-only; closes the stream when destroyed.
+class batch_sender {
+public:
+  /// Connects to a batch_listener at host:port (a name or an address).
+  /// Errors (errc::io_failure) name the address and the system's reason.
+  static caf::expected<batch_sender> connect(const std::string& host,
+                                             uint16_t port);
+
+  batch_sender(batch_sender&& other) noexcept;
+  batch_sender& operator=(batch_sender&& other) noexcept;
+  batch_sender(const batch_sender&) = delete;
+  batch_sender& operator=(const batch_sender&) = delete;
+  ~batch_sender();
+
+  /// Writes one frame; blocks until the kernel took all of it (TCP's flow
+  /// control is the back-pressure). The batch stays the caller's. An error
+  /// (errc::io_failure) leaves the stream unusable.
+  caf::error send(const image_batch& batch);
+
+  /// Where it is connected, as "host:port".
+  const std::string& peer() const noexcept { return peer_; }
+
+private:
+  batch_sender(int fd, std::string peer);
+
+  int fd_ = -1;
+  std::string peer_;
+  std::vector<char> head_; // reused for every frame's prefix and header
+};
+
+/// The receiving end, on a trainer node: accepts any number of senders and
+/// reads each stream on its own thread. Every complete, well-formed frame
+/// becomes an image_batch handed to `on_batch` (on that stream's thread;
+/// the callee owns it; its `data` comes from the pool, so give it back with
+/// buffer_pool::release when done). A malformed frame or a peer that speaks
+/// another protocol closes that one stream and is reported to `on_error`;
+/// the listener and the other streams go on. The destructor stops
+/// everything and joins every thread.
+class batch_listener {
+public:
+  using batch_handler = std::function<void(image_batch&&)>;
+  using error_handler = std::function<void(const std::string&)>;
+
+  /// Listens on bind:port (port 0: any free port). `max_data_bytes` bounds
+  /// the image bytes of one frame (the run's largest batch), so a peer
+  /// cannot make the node allocate at will.
+  static caf::expected<std::unique_ptr<batch_listener>>
+  start(const std::string& bind, uint16_t port, uint64_t max_data_bytes,
+        std::shared_ptr<buffer_pool> pool, batch_handler on_batch,
+        error_handler on_error);
+
+  ~batch_listener();
+  batch_listener(const batch_listener&) = delete;
+  batch_listener& operator=(const batch_listener&) = delete;
+
+  /// The port it listens on.
+  uint16_t port() const noexcept { return port_; }
+
+  /// Frames received so far, over all streams.
+  uint64_t frames() const noexcept { return frames_.load(); }
+
+private:
+  struct private_tag {}; // only start() constructs
+
+public:
+  batch_listener(private_tag, int fd, uint16_t port, uint64_t max_data_bytes,
+                 std::shared_ptr<buffer_pool> pool, batch_handler on_batch,
+                 error_handler on_error);
+
+private:
+  struct stream {
+    int fd = -1;
+    std::atomic<bool> done{false};
+    std::thread reader;
+  };
+
+  void accept_loop();
+  void read_loop(stream& s, const std::string& peer);
+
+  int fd_;
+  uint16_t port_;
+  uint64_t max_data_bytes_;
+  std::shared_ptr<buffer_pool> pool_;
+  batch_handler on_batch_;
+  error_handler on_error_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> frames_{0};
+  std::mutex streams_mutex_;
+  std::list<stream> streams_;
+  std::thread acceptor_;
+};
+
+} // namespace stoker

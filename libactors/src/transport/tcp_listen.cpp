@@ -1,0 +1,58 @@
+#include "transport/tcp_listen.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "stoker/errors.hpp"
+
+namespace stoker::detail {
+
+caf::expected<listening_socket> tcp_listen(const std::string& bind,
+                                           uint16_t port,
+                                           const std::string& what) {
+  auto where = bind + ":" + std::to_string(port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  auto service = std::to_string(port);
+  if (auto rc = ::getaddrinfo(bind.c_str(), service.c_str(), &hints, &found))
+    return make_error(errc::io_failure, "cannot listen for " + what + " on "
+                                          + where + ": cannot resolve '"
+                                          + bind + "': " + gai_strerror(rc));
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addrs{found,
+                                                           &freeaddrinfo};
+  std::string last = "no address";
+  for (auto* a = addrs.get(); a != nullptr; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
+                      a->ai_protocol);
+    if (fd < 0) {
+      last = std::strerror(errno);
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_storage bound{};
+    socklen_t len = sizeof(bound);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 64) != 0
+        || ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+      last = std::strerror(errno);
+      ::close(fd);
+      continue;
+    }
+    auto actual = bound.ss_family == AF_INET6
+                    ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                    : reinterpret_cast<sockaddr_in*>(&bound)->sin_port;
+    return listening_socket{fd, ntohs(actual)};
+  }
+  return make_error(errc::io_failure,
+                    "cannot listen for " + what + " on " + where + ": " + last);
+}
+
+} // namespace stoker::detail

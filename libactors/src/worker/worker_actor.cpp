@@ -1,0 +1,228 @@
+#include "worker/worker_actor.hpp"
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+
+#include <caf/actor_ostream.hpp>
+#include <caf/stateful_actor.hpp>
+#include <opencv2/core.hpp>
+
+#include "stoker/actors.hpp"
+#include "stoker/errors.hpp"
+#include "data/resolve.hpp"
+#include "data/sample_mapper.hpp"
+#include "data/synthetic_mapper.hpp"
+#include "kernels/blur.hpp"
+#include "transport/batch_channel.hpp"
+#include "transport/batch_check.hpp"
+#include "transport/batch_codec.hpp"
+
+namespace stoker {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct worker_state {
+  worker_stats stats;
+  clock_type::time_point started = clock_type::now();
+  std::vector<batch_route> routes;
+  std::vector<std::optional<batch_sender>> senders; // one per route
+  static constexpr const char* name = "stoker.worker";
+};
+
+using worker_ptr = worker_actor::stateful_pointer<worker_state>;
+
+// Sends `batch` on the trainer's batch stream if it has one, else (or if
+// the stream fails) as a CAF message.
+void deliver(worker_ptr self, image_batch&& batch,
+             const trainer_actor& trainer) {
+  auto& st = self->state;
+  for (size_t i = 0; i < st.routes.size(); ++i) {
+    auto& route = st.routes[i];
+    if (route.port == 0 || route.trainer.address() != trainer.address())
+      continue;
+    auto& sender = st.senders[i];
+    if (!sender) {
+      auto opened = batch_sender::connect(route.host, route.port);
+      if (!opened) {
+        caf::aout(self) << "worker '" << st.stats.name << "': "
+                        << describe(opened.error())
+                        << "; sending batches as CAF messages" << std::endl;
+        route.port = 0;
+        break;
+      }
+      sender.emplace(std::move(*opened));
+    }
+    auto err = sender->send(batch);
+    if (!err)
+      return;
+    caf::aout(self) << "worker '" << st.stats.name << "': " << describe(err)
+                    << "; sending batches as CAF messages" << std::endl;
+    sender.reset();
+    route.port = 0;
+    break;
+  }
+  self->send(trainer, std::move(batch));
+}
+
+uint64_t ns_since(clock_type::time_point t0) {
+  return static_cast<uint64_t>(
+    std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now()
+                                                         - t0)
+      .count());
+}
+
+// worker.slowdown: the blur stage's work done `extra` more times on
+// copies (whole batches, then a share of the images for the fraction); the
+// batch itself is blurred once, so its contents do not change.
+void waste_blur_work(const blur_params& blur, const image_batch& unblurred,
+                     double extra) {
+  for (; extra >= 1.0; extra -= 1.0) {
+    auto copy = unblurred;
+    apply_blur_stage(blur, copy);
+  }
+  auto images = static_cast<size_t>(
+    extra * static_cast<double>(unblurred.size()) + 0.5);
+  if (images == 0)
+    return;
+  auto part = unblurred;
+  part.sample_ids.resize(images);
+  part.labels.resize(images);
+  part.data.resize(images * part.image_bytes());
+  apply_blur_stage(blur, part);
+}
+
+worker_report make_report(worker_ptr self) {
+  auto& st = self->state;
+  worker_report report;
+  report.mailbox_depth = self->mailbox().size();
+  report.processed = st.stats.batches;
+  report.busy_total_ns = st.stats.busy_ns;
+  return report;
+}
+
+worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
+                                      router_actor router) {
+  self->state.stats.name = setup.name;
+  self->state.senders.resize(setup.routes.size());
+  self->state.routes = std::move(setup.routes);
+  auto interval = setup.report_interval;
+  self->delayed_send(self, interval, tick_atom::value);
+  auto me = [self] { return caf::actor_cast<worker_actor>(self); };
+  return {
+    [=](const work_item& item, const trainer_actor& trainer) {
+      auto& st = self->state;
+      auto t0 = clock_type::now();
+      image_batch batch;
+      try {
+        if (setup.data.transforms.empty()) { // the article's fused stage
+          batch = map_synthetic(setup.image, item);
+          // pipeline.placement: the trainer's GPU blurs this one.
+          if (!item.blur_on_trainer) {
+            if (setup.slowdown > 1.0)
+              waste_blur_work(setup.blur, batch, setup.slowdown - 1.0);
+            apply_blur_stage(setup.blur, batch);
+          }
+        } else {
+          bool test = item.part == split::test;
+          if (test && !setup.test)
+            throw std::runtime_error("a test item, but this worker has no "
+                                     "test split open");
+          auto& chain = test ? setup.test_chain : setup.train_chain;
+          auto make = [&] {
+            return map_samples(test ? *setup.test : *setup.train, chain,
+                               setup.data.output, setup.data.seed, item);
+          };
+          for (double extra = setup.slowdown - 1.0; extra >= 1.0; extra -= 1.0)
+            make(); // worker.slowdown: the same work again, thrown away
+          batch = make();
+        }
+        encode_batch(batch, setup.wire);
+      } catch (const std::exception& e) {
+        // The same item would fail on any worker: stop loudly.
+        self->quit(make_error(errc::bad_batch,
+                              "worker '" + st.stats.name + "', batch "
+                                + std::to_string(item.batch_id) + ": "
+                                + e.what()));
+        return;
+      }
+      stamp_checksums(batch);
+      batch.producer = st.stats.name;
+      auto busy = ns_since(t0);
+      ++st.stats.batches;
+      st.stats.samples += item.sample_ids.size();
+      st.stats.busy_ns += busy;
+      deliver(self, std::move(batch), trainer);
+      auto report = make_report(self);
+      report.batch_id = item.batch_id;
+      report.samples = static_cast<uint32_t>(item.sample_ids.size());
+      report.busy_ns = busy;
+      self->send(router, done_atom::value, me(), report);
+    },
+    [=](batch_route& route) {
+      // A trainer that joined after this worker (e.g. one restarted with
+      // --resume): its batch stream from now on.
+      auto& st = self->state;
+      for (auto& known : st.routes)
+        if (known.trainer.address() == route.trainer.address())
+          return;
+      st.routes.push_back(std::move(route));
+      st.senders.emplace_back();
+    },
+    [=](tick_atom) {
+      // Between items: say it is alive and how much waits in its mailbox.
+      self->send(router, done_atom::value, me(), make_report(self));
+      self->delayed_send(self, interval, tick_atom::value);
+    },
+    [=](stats_atom) {
+      auto stats = self->state.stats;
+      stats.alive_ns = ns_since(self->state.started);
+      return stats;
+    },
+  };
+}
+
+} // namespace
+
+caf::error open_worker_data(worker_setup& setup, const registry& reg) {
+  if (setup.data.transforms.empty()) {
+    // Synthetic images, made from (seed, epoch, id), through the blur
+    // stage this node's CPU must be able to run.
+    if (auto choice = resolve_blur(setup.blur); !choice)
+      return std::move(choice.error());
+    return caf::none;
+  }
+  auto train = open_dataset(setup.data, split::train, setup.image, reg);
+  if (!train)
+    return std::move(train.error());
+  setup.train = std::move(*train);
+  auto chain = transform_chain::bind(setup.data.transforms, reg);
+  if (!chain)
+    return std::move(chain.error());
+  setup.train_chain = std::move(*chain);
+  if (setup.data.eval) {
+    auto test = open_dataset(setup.data, split::test, setup.image, reg);
+    if (!test)
+      return std::move(test.error());
+    setup.test = std::move(*test);
+    chain = transform_chain::bind(setup.data.eval_transforms, reg);
+    if (!chain)
+      return std::move(chain.error());
+    setup.test_chain = std::move(*chain);
+  }
+  return caf::none;
+}
+
+worker_actor spawn_worker(caf::actor_system& sys, worker_setup setup,
+                          router_actor router) {
+  // One OpenCV thread per worker (a process-wide setting): on a 224x224
+  // image OpenCV's own threads only add contention; parallelism comes from
+  // running one worker per core.
+  cv::setNumThreads(1);
+  return sys.spawn<caf::detached>(worker_fn, std::move(setup),
+                                  std::move(router));
+}
+
+} // namespace stoker

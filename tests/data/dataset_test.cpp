@@ -1,0 +1,226 @@
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <cstdlib>
+#include <fstream>
+
+#include <sys/wait.h>
+
+#include <caf/actor_system.hpp>
+
+#include "stoker/dataset.hpp"
+#include "stoker/errors.hpp"
+#include "stoker/registry.hpp"
+#include "data/idx_file.hpp"
+#include "data/image_folder.hpp"
+#include "data/resolve.hpp"
+#include "data/sample_mapper.hpp"
+#include "node/local_role.hpp"
+#include "node/node_config.hpp"
+
+#include "support/real_data.hpp"
+
+using namespace stoker;
+using namespace stoker_test;
+
+namespace {
+
+// The first `n` Fashion-MNIST training images as PNG class folders, and a
+// corrupt "PNG" among them.
+void export_small_set(const std::string& root, uint64_t n) {
+  require_fashion_mnist();
+  auto images = read_idx(fashion_mnist_dir + "/train-images-idx3-ubyte.gz", 3);
+  auto labels = read_idx(fashion_mnist_dir + "/train-labels-idx1-ubyte.gz", 1);
+  BOOST_REQUIRE(images);
+  BOOST_REQUIRE(labels);
+  auto written = export_image_folder(*images, *labels, root,
+                                     fashion_mnist_classes(), n);
+  BOOST_REQUIRE(written);
+  BOOST_TEST(*written == n);
+  std::ofstream{root + "/3-dress/zz-corrupt.png"} << "not a PNG at all";
+}
+
+data_spec folder_spec(const std::string& root) {
+  data_spec d;
+  d.source = *parse_entry("image-folder");
+  d.data = root;
+  for (auto text : {"decode(1)", "resize(16, 16)", "to-tensor"})
+    d.transforms.push_back(*parse_entry(text));
+  return d;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(dataset)
+
+BOOST_AUTO_TEST_CASE(an_image_folder_lists_classes_in_name_order) {
+  scratch_dir dir{"folder-list"};
+  export_small_set(dir.path, 60);
+  auto listing = list_image_folder(dir.path);
+  BOOST_REQUIRE(listing);
+  BOOST_TEST(listing->classes == fashion_mnist_classes());
+  BOOST_TEST(listing->files.size() == 61u);
+  BOOST_TEST(std::is_sorted(listing->labels.begin(), listing->labels.end()));
+  auto again = list_image_folder(dir.path);
+  BOOST_TEST(again->fingerprint == listing->fingerprint);
+  std::ofstream{dir.path + "/0-tshirt-top/new.png"} << "x";
+  BOOST_TEST(list_image_folder(dir.path)->fingerprint != listing->fingerprint);
+  auto missing = list_image_folder(dir.path + "/nope");
+  BOOST_REQUIRE(!missing);
+  BOOST_TEST(has(describe(missing.error()), "not a directory"));
+}
+
+BOOST_AUTO_TEST_CASE(a_corrupt_file_is_skipped_and_named_not_fatal) {
+  scratch_dir dir{"folder-skip"};
+  export_small_set(dir.path, 40);
+  auto data = folder_spec(dir.path);
+  source_spec source;
+  BOOST_REQUIRE(!resolve_data(data, source, synthetic_spec{},
+                              builtin_registry()));
+  BOOST_TEST(source.dataset_size == 41u);
+  BOOST_TEST(data.num_classes == 10u);
+  BOOST_TEST(data.output.height == 16u);
+  BOOST_TEST(data.output.channels == 1u);
+  auto opened = open_dataset(data, split::train, synthetic_spec{},
+                              builtin_registry());
+  BOOST_REQUIRE(opened);
+  work_item item;
+  for (uint64_t i = 0; i < 41; ++i)
+    item.sample_ids.push_back(i);
+  auto chain = transform_chain::bind(data.transforms, builtin_registry());
+  BOOST_REQUIRE(chain);
+  auto batch = map_samples(**opened, *chain, data.output, 0, item);
+  BOOST_TEST(batch.size() == 40u);
+  BOOST_REQUIRE(batch.skipped_ids.size() == 1u);
+  BOOST_TEST(has(batch.skipped_names[0], "zz-corrupt.png"));
+  BOOST_TEST(batch.data.size() == 40u * 16 * 16 * 4);
+  BOOST_TEST((batch.order == layout::chw));
+  for (size_t i = 0; i < batch.size(); ++i)
+    BOOST_TEST(batch.labels[i] == (*opened)->label(batch.sample_ids[i]));
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_whose_files_differ_from_the_heads_is_refused) {
+  scratch_dir dir{"folder-differ"};
+  export_small_set(dir.path, 20);
+  auto data = folder_spec(dir.path);
+  source_spec source;
+  BOOST_REQUIRE(!resolve_data(data, source, synthetic_spec{},
+                              builtin_registry()));
+  std::filesystem::rename(dir.path + "/3-dress/zz-corrupt.png",
+                          dir.path + "/3-dress/renamed.png");
+  auto opened = open_dataset(data, split::train, synthetic_spec{},
+                              builtin_registry());
+  BOOST_REQUIRE(!opened);
+  BOOST_TEST(has(describe(opened.error()), "other files here than on the head"));
+  std::filesystem::remove(dir.path + "/3-dress/renamed.png");
+  opened = open_dataset(data, split::train, synthetic_spec{},
+                              builtin_registry());
+  BOOST_REQUIRE(!opened);
+  BOOST_TEST(has(describe(opened.error()), "20 files"));
+}
+
+BOOST_AUTO_TEST_CASE(a_limit_takes_a_fixed_subset_of_every_class) {
+  require_fashion_mnist();
+  data_spec data;
+  data.source = *parse_entry("idx");
+  data.data = fashion_mnist_dir;
+  data.train_limit = 1000;
+  data.eval = true;
+  data.eval_limit = 500;
+  source_spec source;
+  source.seed = 3;
+  BOOST_REQUIRE(!resolve_data(data, source, synthetic_spec{},
+                              builtin_registry()));
+  BOOST_TEST(source.dataset_size == 1000u);
+  BOOST_TEST(source.eval_size == 500u);
+  BOOST_TEST(data.output.height == 28u);
+  BOOST_TEST(data.transforms.size() == 1u); // to-tensor by default
+  auto train = open_dataset(data, split::train, synthetic_spec{},
+                              builtin_registry());
+  BOOST_REQUIRE(train);
+  std::vector<int> per_class(10);
+  for (uint64_t i = 0; i < 1000; ++i)
+    ++per_class[(*train)->label(i)];
+  for (auto n : per_class)
+    BOOST_TEST(n > 50); // ~100 each, not the first classes only
+}
+
+BOOST_AUTO_TEST_CASE(bad_data_settings_name_the_key_and_the_path) {
+  auto refuse = [](std::vector<std::string> args) {
+    node_config cfg;
+    auto r = cfg.load(args, builtin_registry());
+    BOOST_REQUIRE(!r);
+    return describe(r.error());
+  };
+  BOOST_TEST(has(refuse({"--pipeline.source=idx"}), "needs pipeline.data"));
+  BOOST_TEST(has(refuse({"--pipeline.source=idx", "--pipeline.data=/nope"}),
+                 "pipeline.data = \"/nope\""));
+  BOOST_TEST(has(refuse({"--pipeline.source=images"}),
+                 "pipeline.source = \"images\": unknown source 'images'; "
+                 "expected synthetic, idx or image-folder"));
+  BOOST_TEST(has(refuse({"--trainer.eval"}), "has no test split"));
+  scratch_dir empty{"folder-empty"};
+  BOOST_TEST(has(refuse({"--pipeline.source=image-folder",
+                         "--pipeline.data=" + empty.path}),
+                 "no class sub-directories"));
+  BOOST_TEST(has(refuse({"--pipeline.transforms=[\"blur\"]"}),
+                 "unknown transform 'blur'"));
+  BOOST_TEST(has(refuse({"--trainer.model=resnet"}),
+                 "unknown model 'resnet'; expected vit or cnn"));
+  BOOST_TEST(has(refuse({"--trainer.model=cnn(3)"}),
+                 "trainer.model = \"cnn(3)\": 1 argument(s); usage: cnn"));
+  BOOST_TEST(has(refuse({"--pipeline.source=idx(", "--pipeline.data=/x"}),
+                 "closing parenthesis"));
+}
+
+BOOST_AUTO_TEST_CASE(the_export_tool_writes_class_folders_and_checks_its_arguments) {
+  require_fashion_mnist();
+  scratch_dir dir{"export-tool"};
+  auto run = [](const std::string& args) {
+    auto status = std::system((std::string{STOKER_EXPORT_BINARY} + " " + args
+                               + " > /dev/null 2>&1")
+                                .c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  BOOST_TEST(run(fashion_mnist_dir + " " + dir.path
+                 + " --limit=25 --split=test")
+             == 0);
+  auto listing = list_image_folder(dir.path);
+  BOOST_REQUIRE(listing);
+  BOOST_TEST(listing->files.size() == 25u);
+  BOOST_TEST(listing->classes.front() == "0-tshirt-top");
+  BOOST_TEST(run(dir.path) == 2);                      // no OUT_DIR
+  BOOST_TEST(run("a b --limit=many") == 2);            // not a number
+  BOOST_TEST(run("/nope " + dir.path + "/x") == 1);    // no IDX files there
+}
+
+BOOST_AUTO_TEST_CASE(a_run_over_a_folder_with_a_corrupt_file_completes) {
+  scratch_dir dir{"folder-run"};
+  export_small_set(dir.path, 200);
+  node_config cfg;
+  auto loaded = cfg.load(
+    {"--pipeline.source=image-folder", "--pipeline.data=" + dir.path,
+     "--pipeline.transforms=[\"decode(1)\", \"random-crop(28, 2)\", "
+     "\"horizontal-flip\", \"to-tensor\"]",
+     "--pipeline.batch-size=32", "--pipeline.epochs=2", "--trainer.model=cnn",
+     "--trainer.device=cpu", "--trainer.lr=0.01", "--trainer.threads=1",
+     "--worker.count=2", "--trainer.log-every=1000"},
+    builtin_registry());
+  BOOST_REQUIRE_MESSAGE(loaded, why(loaded));
+  caf::actor_system sys{cfg};
+  auto r = run_local(sys, **loaded, builtin_registry());
+  BOOST_REQUIRE_MESSAGE(r, why(r));
+  BOOST_TEST(r->missing == 0u);
+  BOOST_TEST(r->duplicates == 0u);
+  BOOST_TEST(r->skipped_files == 2u); // once per epoch
+  BOOST_REQUIRE(!r->skipped_file_examples.empty());
+  BOOST_TEST(has(r->skipped_file_examples[0], "zz-corrupt.png"));
+  BOOST_TEST(r->epoch_train_loss.size() == 2u);
+  BOOST_TEST(r->steps == 2u * 7); // ceil(201 / 32) per epoch
+}
+
+BOOST_AUTO_TEST_SUITE_END()

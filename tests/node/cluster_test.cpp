@@ -1,0 +1,346 @@
+#include <boost/test/unit_test.hpp>
+
+#include "config/run_config.hpp"
+#include "node/membership.hpp"
+
+#include "support/node_processes.hpp"
+
+// The cluster as processes: joining, topology, transport, routing.
+
+using namespace stoker_test;
+
+namespace {
+
+// Head, a sim trainer and two one-worker nodes, `fast` and `slow` (4x the
+// blur work), as processes; 100 batches of 16 96x96 images, workers the
+// bottleneck. Returns the JSON run report.
+std::string run_fast_and_slow(const std::string& tag,
+                              std::vector<std::string> head_args) {
+  auto port_file = tmp_path(tag + ".port");
+  auto report = tmp_path(tag + ".json");
+  std::remove(port_file.c_str());
+  const std::vector<std::string> shape = {"--pipeline.height=96",
+                                          "--pipeline.width=96",
+                                          "--trainer.device=sim",
+                                          "--trainer.sim-step-ms=1"};
+  auto with_shape = [&](std::vector<std::string> args) {
+    args.insert(args.end(), shape.begin(), shape.end());
+    return args;
+  };
+  std::vector<std::string> args = {
+    "--role=head", "--cluster.port=0", "--cluster.port-file=" + port_file,
+    "--cluster.nodes=[\"t-0:trainer\", \"fast:worker:1\", "
+    "\"slow:worker:1\"]",
+    "--pipeline.dataset-size=1600", "--pipeline.batch-size=16",
+    "--report=" + report};
+  args.insert(args.end(), head_args.begin(), head_args.end());
+  auto head = start_node(with_shape(args), tmp_path(tag + "-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  auto trainer = start_node(with_shape({"--role=trainer", "--node.name=t-0",
+                                        at}),
+                            tmp_path(tag + "-t0.log"));
+  auto fast = start_node({"--role=worker", "--node.name=fast",
+                          "--worker.count=1", at},
+                         tmp_path(tag + "-fast.log"));
+  auto slow = start_node({"--role=worker", "--node.name=slow",
+                          "--worker.count=1", "--worker.slowdown=4", at},
+                         tmp_path(tag + "-slow.log"));
+  BOOST_TEST(wait_exit(head, 120s) == 0);
+  for (auto* c : {&trainer, &fast, &slow})
+    BOOST_TEST(wait_exit(*c, 20s) == 0);
+  BOOST_TEST_MESSAGE(read_file(head.log));
+  auto json = read_file(report);
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+  return json;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cluster)
+
+BOOST_AUTO_TEST_CASE(topology_entries_parse_and_bad_ones_are_named) {
+  auto w = stoker::parse_node_spec("worker-a:worker:3");
+  BOOST_REQUIRE(w);
+  BOOST_TEST(w->name == "worker-a");
+  BOOST_TEST(w->role == "worker");
+  BOOST_TEST(w->workers == 3u);
+  auto t = stoker::parse_node_spec("gpu:trainer");
+  BOOST_REQUIRE(t);
+  BOOST_TEST(t->role == "trainer");
+  for (auto bad : {"gpu", ":worker", "gpu:head", "gpu:trainer:2", "a:worker:x"})
+    BOOST_TEST(!static_cast<bool>(stoker::parse_node_spec(bad)), bad);
+  auto hp = stoker::parse_host_port("127.0.0.1:4242");
+  BOOST_REQUIRE(hp);
+  BOOST_TEST(hp->second == 4242);
+  for (auto bad : {"127.0.0.1", "host:", ":80", "h:0", "h:70000", "h:8x"})
+    BOOST_TEST(!stoker::parse_host_port(bad), bad);
+}
+
+BOOST_AUTO_TEST_CASE(membership_names_who_is_missing) {
+  stoker::membership m{{"t", "a", "b"}};
+  auto joins = [&](const std::string& name) { return !m.join(name); };
+  BOOST_TEST(joins("a"));
+  BOOST_TEST(joins("late")); // not expected, still welcome
+  BOOST_TEST(!joins("a"));   // a second node of the same name is not
+  BOOST_TEST(m.missing() == (std::vector<std::string>{"t", "b"}));
+  BOOST_TEST(!m.complete());
+  BOOST_TEST(joins("t"));
+  BOOST_TEST(joins("b"));
+  BOOST_TEST(m.complete());
+}
+
+BOOST_AUTO_TEST_CASE(launched_cluster_delivers_every_sample_once) {
+  auto report = tmp_path("report.json");
+  auto log = tmp_path("launch.log");
+  auto launcher = std::string{STOKER_SOURCE_DIR} + "/tools/launch-cluster";
+  ::setenv("STOKER_NODE", STOKER_NODE_BINARY, 1);
+  auto c = start(launcher,
+                 with_small({std::string{STOKER_SOURCE_DIR}
+                               + "/config/loopback-cluster.ini",
+                             "--report=" + report}),
+                 log);
+  BOOST_TEST(wait_exit(c, 120s) == 0);
+  auto out = read_file(log);
+  BOOST_TEST_MESSAGE(out);
+  // The head told every node to exit, and each exited cleanly.
+  for (auto node : {"trainer-0", "worker-a", "worker-b", "head"})
+    BOOST_TEST(out.find("node " + std::string{node} + " exited 0")
+                 != std::string::npos,
+               node);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"samples_delivered\": 512,") != std::string::npos);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  auto batches = batches_by_worker(json);
+  BOOST_TEST(batches["worker-a/0"] > 0);
+  BOOST_TEST(batches["worker-b/0"] > 0);
+  BOOST_TEST(batches["worker-a/0"] + batches["worker-b/0"] == 16);
+  std::remove(report.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_joining_late_still_receives_work) {
+  auto port_file = tmp_path("late.port");
+  auto report = tmp_path("late.json");
+  std::remove(port_file.c_str());
+  auto head = start_node(
+    with_small({"--role=head", "--cluster.port=0",
+                "--cluster.port-file=" + port_file,
+                "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+                "--pipeline.dataset-size=1600", "--pipeline.batch-size=16",
+                "--trainer.sim-step-ms=30", "--report=" + report}),
+    tmp_path("late-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  auto trainer = start_node(
+    with_small({"--role=trainer", "--node.name=t-0", at}),
+    tmp_path("late-t0.log"));
+  auto early = start_node({"--role=worker", "--node.name=w-a",
+                           "--worker.count=1", at},
+                          tmp_path("late-wa.log"));
+  BOOST_REQUIRE(wait_for_text(head.log, "running", 30s));
+  auto late = start_node({"--role=worker", "--node.name=w-b",
+                          "--worker.count=1", at},
+                         tmp_path("late-wb.log"));
+  BOOST_TEST(wait_exit(head, 120s) == 0);
+  for (auto* c : {&trainer, &early, &late})
+    BOOST_TEST(wait_exit(*c, 20s) == 0);
+  auto batches = batches_by_worker(read_file(report));
+  BOOST_TEST_MESSAGE(read_file(head.log));
+  BOOST_TEST(batches["w-b/0"] > 0);
+  BOOST_TEST(batches["w-a/0"] + batches["w-b/0"] == 100);
+  // Every batch took the direct stream, none the middleman.
+  BOOST_TEST(read_file(trainer.log).find("batch stream: 100 batch(es) received")
+             != std::string::npos, read_file(trainer.log));
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(batches_travel_as_caf_messages_with_the_stream_off) {
+  auto port_file = tmp_path("nostream.port");
+  auto report = tmp_path("nostream.json");
+  std::remove(port_file.c_str());
+  auto head = start_node(
+    with_small({"--role=head", "--cluster.port=0",
+                "--cluster.port-file=" + port_file,
+                "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+                "--pipeline.dataset-size=96", "--pipeline.batch-size=16",
+                "--transport.batch-stream=false", "--report=" + report}),
+    tmp_path("nostream-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  auto trainer = start_node(with_small({"--role=trainer", "--node.name=t-0", at}),
+                            tmp_path("nostream-t0.log"));
+  auto worker = start_node({"--role=worker", "--node.name=w-a",
+                            "--worker.count=1", at},
+                           tmp_path("nostream-wa.log"));
+  BOOST_TEST(wait_exit(head, 120s) == 0);
+  for (auto* c : {&trainer, &worker})
+    BOOST_TEST(wait_exit(*c, 20s) == 0);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"samples_delivered\": 96,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(read_file(trainer.log).find("batch stream") == std::string::npos);
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(least_loaded_gives_a_fast_worker_over_twice_a_slow_ones) {
+  auto json = run_fast_and_slow("hetero", {"--router.policy=least-loaded"});
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos, json);
+  auto batches = batches_by_worker(json);
+  BOOST_TEST(batches["fast/0"] + batches["slow/0"] == 100);
+  BOOST_TEST(batches["fast/0"] > 2 * batches["slow/0"],
+             "fast " << batches["fast/0"] << ", slow " << batches["slow/0"]);
+  BOOST_TEST(batches["slow/0"] > 0);
+}
+
+BOOST_AUTO_TEST_CASE(hedged_stragglers_are_trained_on_once) {
+  // Round-robin hands the slow worker every other batch; each takes ~3x
+  // the median, so with factor 1.5 most get a second copy.
+  auto json = run_fast_and_slow("hedge", {"--router.policy=round-robin",
+                                          "--router.hedge-factor=1.5"});
+  BOOST_TEST(json.find("\"samples_delivered\": 1600,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  std::smatch m;
+  BOOST_REQUIRE(std::regex_search(json, m,
+                                  std::regex{R"("batches_hedged": (\d+))"}));
+  BOOST_TEST(std::stoi(m[1]) > 0);
+  BOOST_REQUIRE(std::regex_search(json, m,
+                                  std::regex{R"("dropped_copies": (\d+))"}));
+  BOOST_TEST(std::stoi(m[1]) > 0);
+}
+
+BOOST_AUTO_TEST_CASE(random_bytes_on_the_heads_port_neither_crash_nor_stall_it) {
+  auto port_file = tmp_path("junk.port");
+  auto report = tmp_path("junk.json");
+  std::remove(port_file.c_str());
+  auto head = start_node(
+    with_small({"--role=head", "--cluster.port=0",
+                "--cluster.port-file=" + port_file,
+                "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+                "--pipeline.dataset-size=64", "--pipeline.batch-size=16",
+                "--report=" + report}),
+    tmp_path("junk-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto port = static_cast<uint16_t>(std::stoi(read_file(port_file)));
+  auto dial = [&] {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to))
+                  == 0);
+    return fd;
+  };
+  // One peer sends garbage and leaves, one connects and says nothing.
+  int junk = dial();
+  std::vector<char> noise(64 * 1024);
+  uint64_t x = 88172645463325252ull;
+  for (auto& c : noise) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  (void) ::send(junk, noise.data(), noise.size(), MSG_NOSIGNAL);
+  ::close(junk);
+  int silent = dial();
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(port);
+  auto trainer = start_node(with_small({"--role=trainer", "--node.name=t-0", at}),
+                            tmp_path("junk-t0.log"));
+  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
+                           tmp_path("junk-wa.log"));
+  BOOST_TEST(wait_exit(head, 60s) == 0, read_file(head.log));
+  BOOST_TEST(wait_exit(trainer, 20s) == 0);
+  BOOST_TEST(wait_exit(worker, 20s) == 0);
+  ::close(silent);
+  BOOST_TEST(read_file(report).find("\"missing\": 0,") != std::string::npos);
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(a_node_of_another_release_is_refused_by_name) {
+  auto port_file = tmp_path("release.port");
+  std::remove(port_file.c_str());
+  auto head = start_node(with_small({"--role=head", "--cluster.port=0",
+                                     "--cluster.port-file=" + port_file,
+                                     "--cluster.join-timeout=8s",
+                                     "--cluster.nodes=[\"w:worker\"]"}),
+                         tmp_path("release-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto worker = start_node(
+    {"--role=worker", "--node.name=w", "--cluster.connect-timeout=3s",
+     "--middleman.app-identifiers=[\"stoker 0.0.1\"]",
+     "--cluster.head=127.0.0.1:"
+       + std::to_string(std::stoi(read_file(port_file)))},
+    tmp_path("release-w.log"));
+  BOOST_TEST(wait_exit(worker, 30s) == 1);
+  BOOST_TEST(read_file(worker.log).find("runs another Stoker release")
+               != std::string::npos,
+             read_file(worker.log));
+  BOOST_TEST(wait_exit(head, 30s) == 1); // nobody joined
+  std::remove(port_file.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(a_port_in_use_is_named_and_the_head_exits_1) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr)
+                == 0);
+  BOOST_REQUIRE(::listen(fd, 1) == 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  auto port = std::to_string(ntohs(addr.sin_port));
+  auto head = start_node(with_small({"--role=head", "--cluster.port=" + port}),
+                         tmp_path("inuse.log"));
+  BOOST_TEST(wait_exit(head, 30s) == 1);
+  BOOST_TEST(read_file(head.log).find("cannot listen on 127.0.0.1:" + port)
+               != std::string::npos,
+             read_file(head.log));
+  ::close(fd);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_without_a_head_fails_clearly_within_the_timeout) {
+  auto port = std::to_string(free_port());
+  auto t0 = std::chrono::steady_clock::now();
+  auto c = start_node({"--role=worker", "--node.name=lonely",
+                       "--cluster.head=127.0.0.1:" + port,
+                       "--cluster.connect-timeout=1s"},
+                      tmp_path("lonely.log"));
+  BOOST_TEST(wait_exit(c, 30s) == 1);
+  auto elapsed = std::chrono::steady_clock::now() - t0;
+  BOOST_TEST((elapsed < 10s));
+  BOOST_TEST(read_file(c.log).find("cannot reach the head at 127.0.0.1:"
+                                   + port + " within 1000 ms")
+             != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(head_names_the_nodes_that_never_joined) {
+  auto c = start_node(with_small({"--role=head", "--cluster.port=0",
+                                  "--cluster.join-timeout=1s",
+                                  "--cluster.nodes=[\"ghost:worker\", "
+                                  "\"phantom:trainer\"]"}),
+                      tmp_path("ghost.log"));
+  BOOST_TEST(wait_exit(c, 30s) == 1);
+  auto out = read_file(c.log);
+  BOOST_TEST(out.find("missing: ghost, phantom; joined: none")
+             != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(worker_without_head_address_is_a_config_error) {
+  auto c = start_node({"--role=worker"}, tmp_path("nohead.log"));
+  BOOST_TEST(wait_exit(c, 30s) == 2);
+  BOOST_TEST(read_file(c.log).find("--cluster.head=HOST:PORT")
+             != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,244 @@
+#include <boost/test/unit_test.hpp>
+
+#include "support/node_processes.hpp"
+
+// Nothing lost: workers and trainers that die or hang, checkpoints and
+// resume, with real processes.
+
+using namespace stoker_test;
+
+namespace {
+
+// Head, a sim trainer and three one-worker nodes as processes; once the
+// trainer has taken 10 steps, worker w-b gets `signal` (SIGKILL: dies;
+// SIGSTOP: hangs with its connections open). Returns the run report.
+std::string run_with_a_failing_worker(const std::string& tag, int signal,
+                                      std::vector<std::string> head_args) {
+  auto port_file = tmp_path(tag + ".port");
+  auto report = tmp_path(tag + ".json");
+  std::remove(port_file.c_str());
+  // Workers are the bottleneck, so each holds leases when w-b fails.
+  const std::vector<std::string> shape = {"--pipeline.height=128",
+                                          "--pipeline.width=128",
+                                          "--trainer.device=sim",
+                                          "--trainer.sim-step-ms=2",
+                                          "--trainer.log-every=5"};
+  auto with_shape = [&](std::vector<std::string> args) {
+    args.insert(args.end(), shape.begin(), shape.end());
+    return args;
+  };
+  std::vector<std::string> args = {
+    "--role=head", "--cluster.port=0", "--cluster.port-file=" + port_file,
+    "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\", \"w-b:worker:1\", "
+    "\"w-c:worker:1\"]",
+    "--pipeline.dataset-size=6400", "--pipeline.batch-size=16",
+    "--report=" + report};
+  args.insert(args.end(), head_args.begin(), head_args.end());
+  auto head = start_node(with_shape(args), tmp_path(tag + "-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  auto trainer = start_node(with_shape({"--role=trainer", "--node.name=t-0",
+                                        at}),
+                            tmp_path(tag + "-t0.log"));
+  std::vector<child> workers;
+  for (auto name : {"w-a", "w-b", "w-c"})
+    workers.push_back(start_node({"--role=worker",
+                                  "--node.name=" + std::string{name},
+                                  "--worker.count=1", at},
+                                 tmp_path(tag + "-" + name + ".log")));
+  BOOST_REQUIRE(wait_for_text(trainer.log, "Iteration 10:", 60s));
+  ::kill(workers[1].pid, signal);
+  BOOST_TEST(wait_exit(head, 120s) == 0);
+  BOOST_TEST_MESSAGE(read_file(head.log));
+  std::smatch m;
+  auto log = read_file(head.log);
+  BOOST_REQUIRE(std::regex_search(
+    log, m, std::regex{R"(router: worker 'w-b/0' lost \((.*)\); re-leasing (\d+))"}));
+  BOOST_TEST(std::stoi(m[2]) > 0, "it held nothing when it failed");
+  BOOST_TEST_MESSAGE("lost: " << m[1]);
+  BOOST_TEST(wait_exit(trainer, 20s) == 0);
+  BOOST_TEST(wait_exit(workers[0], 20s) == 0);
+  BOOST_TEST(wait_exit(workers[2], 20s) == 0);
+  ::kill(workers[1].pid, SIGKILL); // the hung one, if it still is
+  int status = 0;
+  ::waitpid(workers[1].pid, &status, 0);
+  auto json = read_file(report);
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+  return json;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(faults)
+
+BOOST_AUTO_TEST_CASE(a_worker_killed_mid_epoch_loses_no_sample) {
+  auto json = run_with_a_failing_worker("kill9", SIGKILL, {});
+  BOOST_TEST(json.find("\"samples_delivered\": 6400,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"lost_workers\": [\"w-b/0\"]") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_hung_worker_is_lost_after_the_heartbeat_timeout) {
+  auto json = run_with_a_failing_worker("stop", SIGSTOP,
+                                        {"--cluster.heartbeat-timeout=1s"});
+  BOOST_TEST(json.find("\"samples_delivered\": 6400,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"lost_workers\": [\"w-b/0\"]") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_trainer_resumes_from_its_checkpoint_exactly_once) {
+  auto dir = tmp_path("ckpt");
+  std::remove((dir + "/checkpoint.stoker").c_str());
+  auto report = tmp_path("resume.json");
+  const std::vector<std::string> run = {
+    "--trainer.device=sim", "--trainer.sim-step-ms=10",
+    "--pipeline.height=32", "--pipeline.width=32",
+    "--pipeline.dataset-size=3200", "--pipeline.batch-size=16",
+    "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]"};
+  auto cluster = [&](const std::string& tag,
+                     std::vector<std::string> trainer_args) {
+    auto port_file = tmp_path(tag + ".port");
+    std::remove(port_file.c_str());
+    auto head_args = run;
+    // Not long to wait for a trainer that is not coming back.
+    head_args.push_back("--cluster.join-timeout=5s");
+    for (auto a : {"--role=head", "--cluster.port=0"})
+      head_args.push_back(a);
+    head_args.push_back("--cluster.port-file=" + port_file);
+    head_args.push_back("--report=" + report);
+    auto head = start_node(head_args, tmp_path(tag + "-head.log"));
+    BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+    auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                               read_file(port_file)));
+    trainer_args.insert(trainer_args.end(),
+                        {"--role=trainer", "--node.name=t-0", at,
+                         "--trainer.device=sim",
+                         "--trainer.checkpoint-dir=" + dir,
+                         "--trainer.checkpoint-every=10"});
+    auto trainer = start_node(trainer_args, tmp_path(tag + "-t0.log"));
+    auto worker = start_node({"--role=worker", "--node.name=w-a", at},
+                             tmp_path(tag + "-wa.log"));
+    std::remove(port_file.c_str());
+    return std::vector<child>{head, trainer, worker};
+  };
+  // 1. The trainer dies after its second checkpoint: the head says so.
+  auto first = cluster("ckpt1", {});
+  BOOST_REQUIRE(wait_for_text(first[1].log, "checkpoint: step 20 saved", 60s));
+  ::kill(first[1].pid, SIGKILL);
+  wait_exit(first[1], 5s);
+  BOOST_TEST(wait_exit(first[0], 60s) == 1);
+  BOOST_TEST(read_file(first[0].log).find("the trainer exited before the "
+                                          "run ended and none rejoined")
+               != std::string::npos,
+             read_file(first[0].log));
+  BOOST_TEST(wait_exit(first[2], 20s) == 0);
+  // 2. The same run again, the trainer with --resume: every sample of the
+  // epoch is trained on once over both runs.
+  auto second = cluster("ckpt2", {"--resume"});
+  BOOST_TEST(wait_exit(second[0], 60s) == 0, read_file(second[0].log));
+  BOOST_TEST(wait_exit(second[1], 20s) == 0);
+  BOOST_TEST(wait_exit(second[2], 20s) == 0);
+  BOOST_TEST(read_file(second[1].log).find("trainer: resumed from step")
+             != std::string::npos);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"samples_delivered\": 3200,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  std::smatch m;
+  BOOST_REQUIRE(std::regex_search(json, m,
+                                  std::regex{R"("batches_resumed": (\d+))"}));
+  BOOST_TEST(std::stoi(m[1]) >= 20); // skipped: in the checkpoint
+  std::remove(report.c_str());
+  std::remove((dir + "/checkpoint.stoker").c_str());
+  ::rmdir(dir.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(a_restarted_trainer_rejoins_the_running_head) {
+  auto dir = tmp_path("rejoin-ckpt");
+  std::remove((dir + "/checkpoint.stoker").c_str());
+  auto report = tmp_path("rejoin.json");
+  auto port_file = tmp_path("rejoin.port");
+  std::remove(port_file.c_str());
+  const std::vector<std::string> run = {
+    "--trainer.device=sim", "--trainer.sim-step-ms=10",
+    "--pipeline.height=32", "--pipeline.width=32",
+    "--pipeline.dataset-size=3200", "--pipeline.batch-size=16"};
+  auto head_args = run;
+  head_args.insert(head_args.end(),
+                   {"--role=head", "--cluster.port=0",
+                    "--cluster.port-file=" + port_file, "--report=" + report,
+                    "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]"});
+  auto head = start_node(head_args, tmp_path("rejoin-head.log"));
+  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
+                                             read_file(port_file)));
+  std::vector<std::string> trainer_args = {
+    "--role=trainer", "--node.name=t-0", at, "--trainer.device=sim",
+    "--trainer.checkpoint-dir=" + dir, "--trainer.checkpoint-every=10"};
+  auto trainer = start_node(trainer_args, tmp_path("rejoin-t0.log"));
+  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
+                           tmp_path("rejoin-wa.log"));
+  BOOST_REQUIRE(wait_for_text(trainer.log, "checkpoint: step 20 saved", 60s));
+  ::kill(trainer.pid, SIGKILL);
+  wait_exit(trainer, 5s);
+  BOOST_REQUIRE(wait_for_text(head.log, "for a trainer started with --resume",
+                              20s));
+  trainer_args.push_back("--resume");
+  auto again = start_node(trainer_args, tmp_path("rejoin-t0b.log"));
+  BOOST_TEST(wait_exit(head, 60s) == 0, read_file(head.log));
+  BOOST_TEST(wait_exit(again, 20s) == 0);
+  BOOST_TEST(wait_exit(worker, 20s) == 0);
+  BOOST_TEST(read_file(head.log).find("a trainer rejoined from its checkpoint")
+             != std::string::npos);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"samples_delivered\": 3200,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  std::remove(report.c_str());
+  std::remove(port_file.c_str());
+  std::remove((dir + "/checkpoint.stoker").c_str());
+  ::rmdir(dir.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(resume_errors_name_what_is_wrong) {
+  auto dir = tmp_path("nockpt");
+  auto local = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"--trainer.device=sim",
+                                  "--pipeline.height=32", "--pipeline.width=32",
+                                  "--pipeline.dataset-size=64"};
+    args.insert(args.end(), extra.begin(), extra.end()); // later flags win
+    auto c = start_node(args, tmp_path("resume-err.log"));
+    auto code = wait_exit(c, 30s);
+    return std::make_pair(code, read_file(c.log));
+  };
+  auto [code, out] = local({"--resume"});
+  BOOST_TEST(code == 2);
+  BOOST_TEST(out.find("--resume needs trainer.checkpoint-dir")
+             != std::string::npos, out);
+  std::tie(code, out) = local({"--resume", "--trainer.checkpoint-dir=" + dir});
+  BOOST_TEST(code == 1);
+  BOOST_TEST(out.find("no checkpoint at " + dir) != std::string::npos, out);
+  // A checkpoint of a 64-sample run does not resume a 128-sample one.
+  std::tie(code, out) = local({"--trainer.checkpoint-dir=" + dir,
+                               "--trainer.checkpoint-every=1"});
+  BOOST_TEST(code == 0, out);
+  std::tie(code, out) = local({"--resume", "--trainer.checkpoint-dir=" + dir,
+                               "--pipeline.dataset-size=128"});
+  BOOST_TEST(code == 1);
+  BOOST_TEST(out.find("saved with pipeline.dataset-size = 64, this run has "
+                      "128")
+               != std::string::npos,
+             out);
+  std::remove((dir + "/checkpoint.stoker").c_str());
+  ::rmdir(dir.c_str());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,276 @@
+#include <boost/test/unit_test.hpp>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include "stoker/errors.hpp"
+#include "kernels/blur.hpp"
+#include "transforms/transform_chain.hpp"
+
+using namespace stoker;
+
+namespace {
+
+const registry builtins = builtin_registry();
+
+// An entry parsed and checked as a config file's pipeline.transforms is.
+caf::expected<transform_spec> parse_transform(const std::string& text) {
+  auto parsed = parse_entry(text);
+  if (!parsed)
+    return std::move(parsed.error());
+  if (auto err = builtins.check_transform(*parsed, "pipeline.transforms"))
+    return err;
+  return parsed;
+}
+
+std::vector<transform_spec> chain_of(std::vector<std::string> texts) {
+  std::vector<transform_spec> out;
+  for (auto& t : texts) {
+    auto parsed = parse_transform(t);
+    BOOST_REQUIRE_MESSAGE(parsed, t);
+    out.push_back(*parsed);
+  }
+  return out;
+}
+
+std::string chain_error(std::vector<std::string> texts, image_shape in,
+                        bool encoded = false) {
+  auto r = check_chain(chain_of(std::move(texts)), in, encoded, builtins);
+  BOOST_REQUIRE(!r);
+  return describe(r.error());
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A float image of `rows` x `cols` holding 0, 1, 2, ... row by row.
+cv::Mat counting(int rows, int cols, int type = CV_32FC1) {
+  cv::Mat m(rows, cols, type);
+  for (int i = 0; i < rows * cols * m.channels(); ++i) {
+    if (m.depth() == CV_32F)
+      m.ptr<float>()[i] = static_cast<float>(i);
+    else
+      m.ptr<uint8_t>()[i] = static_cast<uint8_t>(i);
+  }
+  return m;
+}
+
+std::vector<float> values(const cv::Mat& m) {
+  cv::Mat f;
+  m.convertTo(f, CV_32F);
+  f = f.clone();
+  return {f.ptr<float>(), f.ptr<float>() + f.total() * f.channels()};
+}
+
+counter_rng rng(uint64_t sample) {
+  return counter_rng{{0, 0, sample, rng_stage::transforms}};
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(transforms)
+
+BOOST_AUTO_TEST_CASE(entries_parse_into_names_and_numbers) {
+  auto t = parse_transform(" random-crop( 28, 4 ) ");
+  BOOST_REQUIRE(t);
+  BOOST_TEST(t->name == "random-crop");
+  BOOST_TEST(t->args == (std::vector<double>{28, 4}));
+  BOOST_TEST(parse_transform("to-tensor")->args.empty());
+  auto msg = [](const char* text) {
+    auto r = parse_transform(text);
+    BOOST_REQUIRE(!r);
+    return describe(r.error());
+  };
+  BOOST_TEST(has(msg("sharpen(2)"), "unknown transform 'sharpen'"));
+  BOOST_TEST(has(msg("resize(a)"), "argument 'a' is not a number"));
+  BOOST_TEST(has(msg("resize(1, 2, 3)"), "usage: resize(SHORTER_SIDE)"));
+  BOOST_TEST(has(msg("resize(3"), "closing parenthesis"));
+  BOOST_TEST(has(msg("to-tensor(1)"), "\"to-tensor(1)\""));
+}
+
+BOOST_AUTO_TEST_CASE(a_chain_says_what_shape_comes_out) {
+  auto out = check_chain(chain_of({"random-crop(28, 4)", "horizontal-flip",
+                                   "to-tensor", "normalize(0.28, 0.35)"}),
+                         {28, 28, 1}, false, builtins);
+  BOOST_REQUIRE(out);
+  BOOST_TEST(out->height == 28u);
+  BOOST_TEST(out->channels == 1u);
+  auto folder = check_chain(chain_of({"decode", "resize(40)",
+                                      "center-crop(32)", "to-tensor"}),
+                            {}, true, builtins);
+  BOOST_REQUIRE(folder);
+  BOOST_TEST(folder->width == 32u);
+  BOOST_TEST(folder->channels == 3u);
+  auto gray = check_chain(chain_of({"decode(1)", "resize(16, 8)"}), {}, true, builtins);
+  BOOST_REQUIRE(gray);
+  BOOST_TEST(gray->channels == 1u);
+  BOOST_TEST(gray->width == 8u);
+  auto shorter = check_chain(chain_of({"resize(14)"}), {28, 56, 1}, false, builtins);
+  BOOST_REQUIRE(shorter);
+  BOOST_TEST(shorter->width == 28u);
+}
+
+BOOST_AUTO_TEST_CASE(bad_chains_name_the_entry_and_what_was_expected) {
+  BOOST_TEST(has(chain_error({"resize(32, 32)"}, {}, true),
+                 "expected \"decode\" as the first transform"));
+  BOOST_TEST(has(chain_error({"decode", "to-tensor"}, {}, true),
+                 "size varies"));
+  BOOST_TEST(has(chain_error({"normalize(0.5, 0.5)"}, {28, 28, 1}),
+                 "put it after to-tensor"));
+  BOOST_TEST(has(chain_error({"to-tensor", "normalize(1, 2, 3, 4)"},
+                             {28, 28, 1}),
+                 "one of each per channel (1)"));
+  BOOST_TEST(has(chain_error({"to-tensor", "normalize(0.5, 0)"}, {8, 8, 1}),
+                 "every STD must be above 0"));
+  BOOST_TEST(has(chain_error({"to-tensor", "gaussian-blur(4)"}, {8, 8, 1}),
+                 "KERNEL must be odd"));
+  BOOST_TEST(has(chain_error({"random-crop(40, 2)"}, {28, 28, 1}),
+                 "smaller than the crop"));
+  BOOST_TEST(has(chain_error({"horizontal-flip(2)"}, {8, 8, 1}),
+                 "probability"));
+  BOOST_TEST(has(chain_error({"random-resized-crop(8, 0.5, 0.2)"}, {8, 8, 1}),
+                 "SCALE_MIN <= SCALE_MAX"));
+}
+
+BOOST_AUTO_TEST_CASE(eval_chain_drops_augmentation) {
+  auto eval = eval_chain_of(chain_of(
+    {"decode", "random-resized-crop(24)", "random-crop(24, 2)",
+     "horizontal-flip", "to-tensor", "gaussian-blur(3)",
+     "normalize(0.5, 0.2)"}),
+    builtins);
+  std::vector<std::string> names;
+  for (auto& t : eval)
+    names.push_back(t.name);
+  BOOST_TEST(names
+             == (std::vector<std::string>{"decode", "resize", "center-crop",
+                                          "center-crop", "to-tensor",
+                                          "normalize"}));
+}
+
+BOOST_AUTO_TEST_CASE(center_crop_takes_the_middle_and_pads_small_images) {
+  auto img = counting(4, 4);
+  BOOST_TEST(values(center_crop(img, 2, 2)) == (std::vector<float>{5, 6, 9, 10}));
+  // 2x2 into 4x4: one row and column of zeros on each side.
+  auto padded = values(center_crop(counting(2, 2), 4, 4));
+  BOOST_TEST(padded == (std::vector<float>{0, 0, 0, 0, 0, 0, 1, 0,
+                                           0, 2, 3, 0, 0, 0, 0, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(resize_is_bilinear_with_half_pixel_centres) {
+  cv::Mat row = (cv::Mat_<float>(1, 2) << 0.0f, 4.0f);
+  // x_src = (x + 0.5) / 2 - 0.5: -0.25 (edge), 0.25, 0.75, 1.25 (edge).
+  BOOST_TEST(values(resize_image(row, 1, 4)) == (std::vector<float>{0, 1, 3, 4}));
+  auto wide = resize_image(counting(10, 20), 0, 5); // shorter side 10 -> 5
+  BOOST_TEST(wide.rows == 5);
+  BOOST_TEST(wide.cols == 10);
+}
+
+BOOST_AUTO_TEST_CASE(random_crop_is_a_window_of_the_padded_image) {
+  auto img = counting(4, 4);
+  int distinct = 0;
+  std::vector<float> first;
+  for (uint64_t s = 0; s < 20; ++s) {
+    auto out = random_crop(img, 4, 1, rng(s)); // 6x6 padded, 3x3 positions
+    BOOST_REQUIRE(out.rows == 4);
+    cv::Mat padded;
+    cv::copyMakeBorder(img, padded, 1, 1, 1, 1, cv::BORDER_CONSTANT, 0);
+    bool found = false;
+    for (int y = 0; y <= 2; ++y)
+      for (int x = 0; x <= 2; ++x)
+        found |= values(padded(cv::Rect{x, y, 4, 4})) == values(out);
+    BOOST_TEST(found);
+    if (s == 0)
+      first = values(out);
+    else
+      distinct += values(out) != first;
+    BOOST_TEST(values(random_crop(img, 4, 1, rng(s))) == values(out));
+  }
+  BOOST_TEST(distinct > 5); // positions vary with the sample
+}
+
+BOOST_AUTO_TEST_CASE(flip_mirrors_with_its_probability) {
+  auto img = counting(1, 3);
+  BOOST_TEST(values(horizontal_flip(img, 1.0, rng(0)))
+             == (std::vector<float>{2, 1, 0}));
+  BOOST_TEST(values(horizontal_flip(img, 0.0, rng(0)))
+             == (std::vector<float>{0, 1, 2}));
+  int flipped = 0;
+  for (uint64_t s = 0; s < 1000; ++s)
+    flipped += values(horizontal_flip(img, 0.5, rng(s)))[0] == 2.0f;
+  BOOST_TEST(flipped > 430);
+  BOOST_TEST(flipped < 570);
+}
+
+BOOST_AUTO_TEST_CASE(to_tensor_scales_bytes_and_normalize_shifts_channels) {
+  cv::Mat bytes = (cv::Mat_<uint8_t>(1, 2) << 255, 51);
+  auto f = to_float(bytes);
+  BOOST_TEST(f.depth() == CV_32F);
+  BOOST_TEST(values(f)[0] == 1.0f);
+  BOOST_TEST(std::abs(values(f)[1] - 0.2f) < 1e-6f);
+  cv::Mat rgb(1, 1, CV_32FC3, cv::Scalar(0.5, 0.25, 1.0));
+  auto n = values(normalize_image(rgb, {0.5, 0.0, 0.5}, {0.5, 0.25, 0.25}));
+  BOOST_TEST(n == (std::vector<float>{0.0f, 1.0f, 2.0f}));
+}
+
+BOOST_AUTO_TEST_CASE(random_resized_box_stays_inside_with_its_area_and_ratio) {
+  for (uint64_t s = 0; s < 200; ++s) {
+    auto box = random_resized_box(100, 60, 0.2, 0.6, 0.75, 1.333, rng(s));
+    BOOST_REQUIRE(box.x >= 0);
+    BOOST_REQUIRE(box.y >= 0);
+    BOOST_REQUIRE(box.x + box.width <= 60);
+    BOOST_REQUIRE(box.y + box.height <= 100);
+    double area = static_cast<double>(box.area()) / 6000.0;
+    double ratio = static_cast<double>(box.width) / box.height;
+    BOOST_TEST(area > 0.18);
+    BOOST_TEST(area < 0.63);
+    BOOST_TEST(ratio > 0.7);
+    BOOST_TEST(ratio < 1.4);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(decode_gives_rgb_and_refuses_junk) {
+  cv::Mat bgr(2, 2, CV_8UC3, cv::Scalar(10, 20, 30)); // B, G, R
+  std::vector<uchar> png;
+  BOOST_REQUIRE(cv::imencode(".png", bgr, png));
+  auto rgb = decode_image(std::vector<char>(png.begin(), png.end()), false);
+  BOOST_REQUIRE(!rgb.empty());
+  BOOST_TEST(rgb.at<cv::Vec3b>(0, 0)[0] == 30); // R first
+  auto gray = decode_image(std::vector<char>(png.begin(), png.end()), true);
+  BOOST_TEST(gray.channels() == 1);
+  BOOST_TEST(decode_image({'n', 'o', 'p', 'e'}, false).empty());
+  auto chain = chain_of({"decode", "to-tensor"});
+  auto r = apply_chain(chain, sample_input{{'n', 'o'}, {}}, draw_key{}, builtins);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(is(r.error(), errc::io_failure));
+}
+
+BOOST_AUTO_TEST_CASE(a_chain_is_a_pure_function_of_seed_epoch_and_sample) {
+  auto chain = chain_of({"random-crop(6, 2)", "horizontal-flip", "to-tensor",
+                         "gaussian-blur(3, 0.5, 1.5, 2)",
+                         "normalize(0.5, 0.25)"});
+  auto img = counting(6, 6, CV_8UC1);
+  auto a = apply_chain(chain, sample_input{{}, img}, draw_key{1, 2, 3}, builtins);
+  auto b = apply_chain(chain, sample_input{{}, img.clone()}, draw_key{1, 2, 3}, builtins);
+  auto c = apply_chain(chain, sample_input{{}, img}, draw_key{1, 3, 3}, builtins);
+  BOOST_REQUIRE(a);
+  BOOST_REQUIRE(b);
+  BOOST_REQUIRE(c);
+  BOOST_TEST(values(*a) == values(*b));
+  BOOST_TEST(values(*a) != values(*c)); // another epoch, other draws
+  BOOST_TEST(values(img) == values(counting(6, 6, CV_8UC1))); // input intact
+  // The blur entry's sigmas come from its own stage (entry 3).
+  auto blur_only = chain_of({"to-tensor", "gaussian-blur(3, 0.5, 1.5)"});
+  auto f = to_float(img);
+  auto got = apply_chain(blur_only, sample_input{{}, img}, draw_key{0, 0, 7}, builtins);
+  BOOST_REQUIRE(got);
+  counter_rng stage{{0, 0, 7, static_cast<rng_stage>(
+                                static_cast<uint32_t>(rng_stage::transforms)
+                                + 1)}};
+  auto sigma = static_cast<float>(0.5 + 1.0 * stage.uniform(0));
+  cv::Mat want(6, 6, CV_32FC1);
+  blur_image_opencv(f.ptr<float>(), want.ptr<float>(), 6, 6, 1,
+                    gaussian_kernel(sigma, 3));
+  BOOST_TEST(values(*got) == values(want));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

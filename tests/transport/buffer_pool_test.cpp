@@ -1,0 +1,48 @@
+#include <boost/test/unit_test.hpp>
+
+#include "transport/buffer_pool.hpp"
+
+using namespace stoker;
+
+BOOST_AUTO_TEST_SUITE(buffer_pool)
+
+BOOST_AUTO_TEST_CASE(hands_back_the_same_storage_for_the_same_size) {
+  stoker::buffer_pool pool{2};
+  auto a = pool.acquire(1000);
+  BOOST_TEST(a.size() == 1000u);
+  const char* storage = a.data();
+  pool.release(std::move(a));
+  BOOST_TEST(pool.idle() == 1u);
+  auto b = pool.acquire(1000);
+  BOOST_TEST(b.data() == storage);
+  BOOST_TEST(pool.reused() == 1u);
+  BOOST_TEST(pool.idle() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(prefers_an_exact_size_then_the_largest) {
+  stoker::buffer_pool pool{4};
+  auto small = pool.acquire(10);
+  auto big = pool.acquire(5000);
+  auto exact = pool.acquire(300);
+  const char* big_storage = big.data();
+  const char* exact_storage = exact.data();
+  pool.release(std::move(small));
+  pool.release(std::move(big));
+  pool.release(std::move(exact));
+  BOOST_TEST(pool.acquire(300).data() == exact_storage);
+  auto other = pool.acquire(4000); // no exact match: the largest, shrunk
+  BOOST_TEST(other.size() == 4000u);
+  BOOST_TEST(other.data() == big_storage);
+}
+
+BOOST_AUTO_TEST_CASE(keeps_at_most_its_capacity) {
+  stoker::buffer_pool pool{1};
+  auto a = pool.acquire(8);
+  auto b = pool.acquire(8);
+  pool.release(std::move(a));
+  pool.release(std::move(b));
+  pool.release(std::vector<char>{}); // empty buffers are not kept either
+  BOOST_TEST(pool.idle() == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
