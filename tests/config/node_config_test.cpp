@@ -38,6 +38,11 @@ std::string rejection(std::vector<std::string> args,
   return describe(res.error());
 }
 
+// Why a load failed ("" when it did not).
+std::string why(const caf::expected<std::optional<run_config>>& res) {
+  return res ? std::string{} : describe(res.error());
+}
+
 bool mentions(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos)
     return true;
@@ -54,11 +59,11 @@ BOOST_AUTO_TEST_CASE(embedded_default_is_valid) {
   BOOST_REQUIRE(res);
   BOOST_REQUIRE(res->has_value());
   auto& cfg = **res;
-  BOOST_TEST(cfg.role == "local");
-  BOOST_TEST(cfg.source.dataset_size > 0u);
-  BOOST_TEST(cfg.blur.repeat == 10u);
-  BOOST_TEST(cfg.workers >= 1u);
-  BOOST_TEST(mentions(cfg.config_source, "embedded"));
+  BOOST_TEST((cfg.node.role == role_kind::local));
+  BOOST_TEST(cfg.pipeline.source.dataset_size > 0u);
+  BOOST_TEST(cfg.pipeline.blur.repeat == 10u);
+  BOOST_TEST(cfg.node.workers >= 1u);
+  BOOST_TEST(mentions(cfg.node.config_source, "embedded"));
 }
 
 BOOST_AUTO_TEST_CASE(command_line_overrides_the_file) {
@@ -67,10 +72,10 @@ BOOST_AUTO_TEST_CASE(command_line_overrides_the_file) {
                   "[router]\npolicy=\"least-loaded\"\nwindow=3\n");
   BOOST_REQUIRE(res);
   auto& cfg = **res;
-  BOOST_TEST((cfg.router.policy == routing_policy::round_robin));
-  BOOST_TEST(cfg.router.window == 3u);
-  BOOST_TEST(cfg.source.batch_size == 7u);
-  BOOST_TEST((cfg.trainer.device == device_kind::sim));
+  BOOST_TEST((cfg.pipeline.router.policy == routing_policy::round_robin));
+  BOOST_TEST(cfg.pipeline.router.window == 3u);
+  BOOST_TEST(cfg.pipeline.source.batch_size == 7u);
+  BOOST_TEST((cfg.node.trainer.device == device_kind::sim));
 }
 
 BOOST_AUTO_TEST_CASE(console_flag_is_short_for_console_terminal) {
@@ -79,14 +84,14 @@ BOOST_AUTO_TEST_CASE(console_flag_is_short_for_console_terminal) {
                     std::vector<std::string>{"--console.terminal"}}) {
     auto res = load(args);
     BOOST_REQUIRE(res);
-    BOOST_TEST((*res)->console.terminal, args.front());
+    BOOST_TEST((*res)->node.console.terminal, args.front());
   }
   auto off = load({"--console=false"}, "[console]\nterminal=true\n");
   BOOST_REQUIRE(off);
-  BOOST_TEST(!(*off)->console.terminal);
+  BOOST_TEST(!(*off)->node.console.terminal);
   auto plain = load({});
   BOOST_REQUIRE(plain);
-  BOOST_TEST(!(*plain)->console.terminal);
+  BOOST_TEST(!(*plain)->node.console.terminal);
   BOOST_TEST(mentions(rejection({"--console=maybe"}), "--console.terminal=maybe"));
 }
 
@@ -95,7 +100,7 @@ BOOST_AUTO_TEST_CASE(cosine_schedule_falls_from_the_rate_to_zero_over_the_run) {
                    "--pipeline.dataset-size=100", "--pipeline.batch-size=10",
                    "--pipeline.epochs=3"});
   BOOST_REQUIRE(res);
-  auto& t = (*res)->trainer;
+  auto& t = (*res)->pipeline.trainer;
   BOOST_TEST(t.total_steps == 30u);
   BOOST_TEST(learning_rate_at(t, 0) == 0.1);
   BOOST_TEST(std::abs(learning_rate_at(t, 15) - 0.05) < 1e-12);
@@ -111,12 +116,12 @@ BOOST_AUTO_TEST_CASE(article_workload_defaults_apply_without_a_key) {
   auto res = load({}, "[router]\nwindow=2\n");
   BOOST_REQUIRE(res);
   auto& cfg = **res;
-  BOOST_TEST(cfg.source.dataset_size == 64000u);
-  BOOST_TEST(cfg.source.batch_size == 64u);
-  BOOST_TEST(cfg.trainer.model.width == 768u);
-  BOOST_TEST(cfg.trainer.model.depth == 12u);
-  BOOST_TEST(cfg.trainer.lr == 0.001);
-  BOOST_TEST(cfg.trainer.momentum == 0.9);
+  BOOST_TEST(cfg.pipeline.source.dataset_size == 64000u);
+  BOOST_TEST(cfg.pipeline.source.batch_size == 64u);
+  BOOST_TEST(cfg.pipeline.trainer.model.width == 768u);
+  BOOST_TEST(cfg.pipeline.trainer.model.depth == 12u);
+  BOOST_TEST(cfg.pipeline.trainer.lr == 0.001);
+  BOOST_TEST(cfg.pipeline.trainer.momentum == 0.9);
 }
 
 BOOST_AUTO_TEST_CASE(rejects_unknown_policy_naming_key_and_choices) {
@@ -141,7 +146,7 @@ BOOST_AUTO_TEST_CASE(rejects_unknown_placement_and_gpu_placement_of_other_pipeli
   BOOST_TEST(mentions(msg, "article's blur stage only"));
   auto ok = load({"--pipeline.placement=auto"});
   BOOST_REQUIRE(ok);
-  BOOST_TEST(((*ok)->router.placement == blur_placement::automatic));
+  BOOST_TEST(((*ok)->pipeline.router.placement == blur_placement::automatic));
 }
 
 BOOST_AUTO_TEST_CASE(blur_impl_and_isa_are_parsed_and_checked_against_the_cpu) {
@@ -155,8 +160,8 @@ BOOST_AUTO_TEST_CASE(blur_impl_and_isa_are_parsed_and_checked_against_the_cpu) {
                       "with pipeline.blur-impl = \"opencv\""));
   auto ok = load({"--pipeline.blur-impl=stoker", "--pipeline.blur-isa=scalar"});
   BOOST_REQUIRE(ok);
-  BOOST_TEST(((*ok)->blur.impl == blur_impl::stoker));
-  BOOST_TEST(((*ok)->blur.isa == cpu_isa::scalar));
+  BOOST_TEST(((*ok)->pipeline.blur.impl == blur_impl::stoker));
+  BOOST_TEST(((*ok)->pipeline.blur.isa == cpu_isa::scalar));
   for (auto isa : {cpu_isa::avx512, cpu_isa::avx2})
     if (!cpu_supports(isa)) // a local run checks this machine's CPU
       BOOST_TEST(mentions(rejection({"--pipeline.blur-isa=" + to_string(isa)}),
@@ -188,8 +193,71 @@ BOOST_AUTO_TEST_CASE(rejects_unknown_keys_in_file_and_flags) {
 BOOST_AUTO_TEST_CASE(rejects_wrong_types_naming_what_was_expected) {
   BOOST_TEST(mentions(rejection({}, "[router]\nwindow=\"many\"\n"),
                       "router.window = \"many\": expected an integer"));
-  BOOST_TEST(mentions(rejection({}, "[trainer]\nlr=1\n"),
-                      "trainer.lr = 1: expected a number with a decimal"));
+  BOOST_TEST(mentions(rejection({}, "[trainer]\nlr=\"fast\"\n"),
+                      "trainer.lr = \"fast\": expected a number"));
+}
+
+BOOST_AUTO_TEST_CASE(whole_numbers_count_as_numbers_in_a_file_as_on_the_command_line) {
+  auto file = load({}, "[trainer]\nlr=1\n[pipeline]\nsigma-max=3\n");
+  BOOST_REQUIRE_MESSAGE(file, why(file));
+  BOOST_TEST((*file)->pipeline.trainer.lr == 1.0);
+  BOOST_TEST((*file)->pipeline.blur.sigma_max == 3.0f);
+  auto flags = load({"--trainer.lr=1", "--pipeline.sigma-max=3"});
+  BOOST_REQUIRE_MESSAGE(flags, why(flags));
+  BOOST_TEST((*flags)->pipeline.trainer.lr == 1.0);
+  BOOST_TEST((*flags)->pipeline.blur.sigma_max == 3.0f);
+}
+
+BOOST_AUTO_TEST_CASE(a_directory_or_an_empty_file_is_refused_by_name) {
+  BOOST_TEST(mentions(rejection({"--config-file=/tmp"}),
+                      "--config-file=/tmp: is a directory"));
+  BOOST_TEST(mentions(rejection({}, "; only a comment\n\n"),
+                      "sets no key (the file is empty or only comments)"));
+}
+
+BOOST_AUTO_TEST_CASE(a_key_set_twice_is_refused_naming_both_lines) {
+  BOOST_TEST(mentions(rejection({}, "[router]\nwindow=3\nwindow=4\n"),
+                      "router.window is set twice, at line 2 and at line 3"));
+  BOOST_TEST(mentions(rejection({}, "[router]\nwindow=3\n[trainer]\nlr=0.1\n"
+                                    "[router]\n; again\nwindow=5\n"),
+                      "router.window is set twice, at line 2 and at line 7"));
+  // A list may span lines; its elements are not keys.
+  auto ok = load({}, "[cluster]\nnodes=[\"t:trainer\",\n  \"w:worker\"]\n"
+                     "[router]\nwindow=2\n");
+  BOOST_REQUIRE_MESSAGE(ok, why(ok));
+  BOOST_TEST((*ok)->node.cluster.nodes.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(crlf_line_ends_and_a_byte_order_mark_are_accepted) {
+  auto res = load({}, "\xEF\xBB\xBF[router]\r\nwindow=3\r\npolicy=\"round-robin\"\r\n");
+  BOOST_REQUIRE_MESSAGE(res, why(res));
+  BOOST_TEST((*res)->pipeline.router.window == 3u);
+  BOOST_TEST(((*res)->pipeline.router.policy == routing_policy::round_robin));
+}
+
+BOOST_AUTO_TEST_CASE(blur_keys_with_a_transform_chain_are_refused_by_name) {
+  auto msg = rejection({"--pipeline.sigma-max=3.0",
+                        "--pipeline.transforms=[\"to-tensor\"]"});
+  BOOST_TEST(mentions(msg, "pipeline.sigma-max is set, and so is "
+                           "pipeline.transforms"));
+  BOOST_TEST(mentions(rejection({"--pipeline.blur-repeat=2",
+                                 "--pipeline.transforms=[\"to-tensor\"]"}),
+                      "pipeline.blur-repeat is set"));
+  // Without a chain the same keys configure the fused stage.
+  auto ok = load({"--pipeline.sigma-max=3.0"});
+  BOOST_REQUIRE(ok);
+  BOOST_TEST(((*ok)->pipeline.kind == pipeline_kind::fused_blur));
+  auto chain = load({"--pipeline.transforms=[\"to-tensor\"]"});
+  BOOST_REQUIRE_MESSAGE(chain, why(chain));
+  BOOST_TEST(((*chain)->pipeline.kind == pipeline_kind::transform_chain));
+}
+
+BOOST_AUTO_TEST_CASE(a_console_beyond_loopback_without_a_token_is_a_config_error) {
+  BOOST_TEST(mentions(rejection({"--console.bind=0.0.0.0"}),
+                      "console.bind = \"0.0.0.0\" reaches beyond this "
+                      "machine; expected console.token"));
+  BOOST_TEST(static_cast<bool>(
+    load({"--console.bind=0.0.0.0", "--console.token=s3cret"})));
 }
 
 BOOST_AUTO_TEST_CASE(reports_syntax_errors_with_their_line) {

@@ -151,15 +151,26 @@ BOOST_AUTO_TEST_CASE(nodes_show_when_the_router_last_heard_from_each) {
   w.alive = false; // lost: not a heartbeat
   st.workers.push_back(w);
   st.trainer_heard_ms_ago = 230;
-  node_row a{"w-a", "worker", "cpu", 4, 2, "", 0, "joined"};
-  node_row b{"w-b", "worker", "cpu", 4, 1, "", 0, "joined"};
-  node_row t{"t-0", "trainer", "gpu", 8, 0, "cuda", 0, "joined"};
-  node_row gone{"w-c", "worker", "cpu", 4, 1, "", 0, "left"};
+  auto row = [](std::string name, role_kind role, std::string state) {
+    node_row r;
+    r.name = std::move(name);
+    r.role = role;
+    r.host = "vm";
+    r.cores = 4;
+    r.workers = role == role_kind::trainer ? 0 : 2;
+    r.device = role == role_kind::worker ? "" : "sim";
+    r.state = std::move(state);
+    return r;
+  };
+  auto a = row("w-a", role_kind::worker, "joined");
+  auto b = row("w-b", role_kind::worker, "joined");
+  auto t = row("t-0", role_kind::trainer, "joined");
+  auto gone = row("w-c", role_kind::worker, "left");
   BOOST_TEST(node_heard_ms_ago(a, st).value_or(0) == 15u);
   BOOST_TEST(!node_heard_ms_ago(b, st).has_value());
   BOOST_TEST(node_heard_ms_ago(t, st).value_or(0) == 230u);
   BOOST_TEST(!node_heard_ms_ago(gone, st).has_value());
-  node_row local{"local-1", "local", "vm", 2, 2, "sim", 0, "joined"};
+  auto local = row("local-1", role_kind::local, "joined");
   BOOST_TEST(node_heard_ms_ago(local, st).value_or(0) == 15u);
   st.trainer_heard_ms_ago = -1; // no trainer yet
   BOOST_TEST(!node_heard_ms_ago(t, st).has_value());

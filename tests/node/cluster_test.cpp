@@ -65,11 +65,11 @@ BOOST_AUTO_TEST_CASE(topology_entries_parse_and_bad_ones_are_named) {
   auto w = stoker::parse_node_spec("worker-a:worker:3");
   BOOST_REQUIRE(w);
   BOOST_TEST(w->name == "worker-a");
-  BOOST_TEST(w->role == "worker");
+  BOOST_TEST((w->role == stoker::role_kind::worker));
   BOOST_TEST(w->workers == 3u);
   auto t = stoker::parse_node_spec("gpu:trainer");
   BOOST_REQUIRE(t);
-  BOOST_TEST(t->role == "trainer");
+  BOOST_TEST((t->role == stoker::role_kind::trainer));
   for (auto bad : {"gpu", ":worker", "gpu:head", "gpu:trainer:2", "a:worker:x"})
     BOOST_TEST(!static_cast<bool>(stoker::parse_node_spec(bad)), bad);
   auto hp = stoker::parse_host_port("127.0.0.1:4242");

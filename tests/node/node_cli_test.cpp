@@ -80,6 +80,28 @@ BOOST_AUTO_TEST_CASE(bad_config_file_exits_2_naming_file_and_line) {
   BOOST_TEST(mentions(o, "/nonexistent.ini: cannot open"));
 }
 
+BOOST_AUTO_TEST_CASE(config_files_a_new_user_writes_wrong_exit_2_naming_why) {
+  auto o = run_node("--config-file=/tmp");
+  BOOST_TEST(o.exit_code == 2);
+  BOOST_TEST(mentions(o, "--config-file=/tmp: is a directory"));
+  auto path = "/tmp/stoker-cli-dup-" + std::to_string(::getpid()) + ".ini";
+  std::ofstream{path} << "[router]\nwindow = 3\n\n[router]\nwindow = 4\n";
+  o = run_node("--config-file=" + path);
+  BOOST_TEST(o.exit_code == 2);
+  BOOST_TEST(mentions(o, "router.window is set twice, at line 2 and at line 5"));
+  std::ofstream{path} << "; nothing set\n";
+  o = run_node("--config-file=" + path);
+  BOOST_TEST(o.exit_code == 2);
+  BOOST_TEST(mentions(o, "sets no key"));
+  std::remove(path.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(a_console_beyond_loopback_without_a_token_exits_2) {
+  auto o = run_node("--console.bind=0.0.0.0 --console.port=0");
+  BOOST_TEST(o.exit_code == 2);
+  BOOST_TEST(mentions(o, "console.bind = \"0.0.0.0\" reaches beyond"));
+}
+
 BOOST_AUTO_TEST_CASE(an_address_that_does_not_parse_exits_2) {
   auto o = run_node("--role=worker --cluster.head=nohost");
   BOOST_TEST(o.exit_code == 2);

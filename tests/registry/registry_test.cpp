@@ -148,7 +148,7 @@ BOOST_AUTO_TEST_CASE(a_user_transform_draws_from_its_own_slice_of_the_generator)
 }
 
 BOOST_AUTO_TEST_CASE(the_join_check_names_the_entry_a_node_lacks) {
-  run_config cfg;
+  pipeline_options cfg;
   cfg.data.source = *parse_entry("id-images(6, 5)");
   cfg.data.transforms = chain_of({"to-tensor", "affine(2, 1)"});
   cfg.trainer.model_entry = *parse_entry("check-affine(2, 1)");
@@ -196,8 +196,8 @@ BOOST_AUTO_TEST_CASE(a_local_run_trains_the_user_model_on_the_user_source) {
                          reg);
   BOOST_REQUIRE_MESSAGE(loaded, why(loaded));
   BOOST_REQUIRE(loaded->has_value());
-  BOOST_TEST((*loaded)->data.output.height == 5u);
-  BOOST_TEST((*loaded)->trainer.model.num_classes == 4u);
+  BOOST_TEST((*loaded)->pipeline.data.output.height == 5u);
+  BOOST_TEST((*loaded)->pipeline.trainer.model.num_classes == 4u);
   caf::actor_system sys{cfg};
   auto report = run_local(sys, **loaded, reg);
   BOOST_REQUIRE_MESSAGE(report, why(report));

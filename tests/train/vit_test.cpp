@@ -51,10 +51,11 @@ BOOST_AUTO_TEST_CASE(default_sizes_match_timm_vit_base_patch16_224) {
 BOOST_AUTO_TEST_CASE(sgd_steps_lower_the_loss_on_a_repeated_batch) {
   torch::manual_seed(0);
   trainer_spec spec;
-  spec.device = device_kind::cpu;
+  trainer_local_spec local;
+  local.device = device_kind::cpu;
   spec.lr = 0.01;
   spec.model = tiny();
-  auto engine = make_torch_engine(spec, builtin_registry());
+  auto engine = make_torch_engine(spec, local, builtin_registry());
   BOOST_REQUIRE(engine);
   BOOST_TEST(!(*engine)->simulated());
   BOOST_TEST((*engine)->device() == "cpu");
@@ -79,7 +80,8 @@ BOOST_AUTO_TEST_CASE(a_restored_engine_takes_the_same_next_step) {
   // Two engines from different seeds; the second takes the first's state
   // (model and optimizer momentum): their next steps must agree exactly.
   trainer_spec spec;
-  spec.device = device_kind::cpu;
+  trainer_local_spec local;
+  local.device = device_kind::cpu;
   spec.lr = 0.01;
   spec.model = tiny();
   synthetic_spec data;
@@ -90,9 +92,9 @@ BOOST_AUTO_TEST_CASE(a_restored_engine_takes_the_same_next_step) {
   auto batch = map_synthetic(data, item);
   batch.order = layout::chw;
   torch::manual_seed(1);
-  auto a = make_torch_engine(spec, builtin_registry());
+  auto a = make_torch_engine(spec, local, builtin_registry());
   torch::manual_seed(2);
-  auto b = make_torch_engine(spec, builtin_registry());
+  auto b = make_torch_engine(spec, local, builtin_registry());
   BOOST_REQUIRE(a && b);
   for (int i = 0; i < 3; ++i)
     BOOST_REQUIRE((*a)->step(batch)); // momentum buffers are non-zero now
@@ -120,9 +122,10 @@ BOOST_AUTO_TEST_CASE(cuda_device_without_gpu_is_a_clear_error) {
     return;
   }
   trainer_spec spec;
-  spec.device = device_kind::cuda;
+  trainer_local_spec local;
+  local.device = device_kind::cuda;
   spec.model = tiny();
-  auto engine = make_torch_engine(spec, builtin_registry());
+  auto engine = make_torch_engine(spec, local, builtin_registry());
   BOOST_REQUIRE(!engine);
   BOOST_TEST(describe(engine.error()).find("trainer.device = \"cuda\"")
              != std::string::npos);

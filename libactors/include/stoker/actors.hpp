@@ -116,7 +116,7 @@ struct trainer_endpoint {
 struct node_info {
   std::string name;
   std::string host; ///< the machine (node.host): locality for the router
-  std::string role; ///< "worker" or "trainer"
+  role_kind role = role_kind::worker; ///< worker or trainer
   uint32_t cores = 0;
   uint32_t workers = 0;  ///< worker actors it runs (worker nodes)
   std::string device;    ///< the trainer's device setting (trainer nodes)
@@ -126,7 +126,7 @@ struct node_info {
 /// One node as the head knows it (the console's `nodes`).
 struct node_row {
   std::string name;
-  std::string role;
+  role_kind role = role_kind::local;
   std::string host;
   uint32_t cores = 0;
   uint32_t workers = 0;
@@ -137,7 +137,7 @@ struct node_row {
 
 /// The head's answer to `hello`: what to run and whom to talk to.
 struct welcome {
-  run_config config; ///< the pipeline, as the head has it
+  pipeline_options pipeline; ///< the head's: what every node runs
   router_actor router;
   std::vector<trainer_endpoint> trainers;
 };
@@ -171,7 +171,8 @@ typename Inspector::result_type inspect(Inspector& f, node_row& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, welcome& x) {
-  return f(caf::meta::type_name("welcome"), x.config, x.router, x.trainers);
+  return f(caf::meta::type_name("welcome"), x.pipeline, x.router,
+           x.trainers);
 }
 
 template <class Inspector>

@@ -27,6 +27,42 @@ namespace stoker {
 
 // -- enums config files name ------------------------------------------------
 
+/// What a node process runs (`--role`).
+enum class role_kind : uint8_t {
+  local = 1,   ///< every actor of the run in this process
+  head = 2,    ///< the source, the router and cluster membership
+  worker = 3,  ///< CPU workers that join a head
+  trainer = 4, ///< a trainer that joins a head
+};
+
+template <>
+struct enum_names<role_kind> {
+  static constexpr enum_name<role_kind> table[] = {
+    {role_kind::local, "local"},
+    {role_kind::head, "head"},
+    {role_kind::worker, "worker"},
+    {role_kind::trainer, "trainer"}};
+};
+
+/// How a worker makes a batch: decided once per run (prepare_run) and
+/// shipped with the pipeline.
+enum class pipeline_kind : uint8_t {
+  /// The article's pipeline: synthetic images through the fused ToTensor +
+  /// GaussianBlur stage of pipeline.blur-* (the synthetic source without
+  /// pipeline.transforms).
+  fused_blur = 1,
+  /// Every sample read through the source and run through the chain of
+  /// pipeline.transforms (pipeline.eval-transforms for the test split).
+  transform_chain = 2,
+};
+
+template <>
+struct enum_names<pipeline_kind> {
+  static constexpr enum_name<pipeline_kind> table[] = {
+    {pipeline_kind::fused_blur, "fused-blur"},
+    {pipeline_kind::transform_chain, "transform-chain"}};
+};
+
 /// Where the trainer runs its steps (`trainer.device`).
 enum class device_kind {
   auto_select, ///< CUDA when LibTorch sees a GPU, else CPU
@@ -251,17 +287,15 @@ struct vit_spec {
   uint32_t num_classes = 1000;
 };
 
-/// Everything a trainer needs to know.
+/// How the trainer trains (`trainer.*` and `model.*` but the node-local
+/// keys of trainer_local_spec): shipped by the head, so every trainer of a
+/// run trains alike. Models see it (registry.hpp's model_def).
 struct trainer_spec {
-  device_kind device = device_kind::auto_select;
-  uint32_t sim_step_ms = 50;
+  uint32_t sim_step_ms = 50; ///< the simulated accelerator's step time
   uint32_t log_every = 100;
   uint32_t prefetch = 4; ///< credits: batches the trainer is ready to buffer
   double lr = 0.001;
   double momentum = 0.9;
-  uint32_t threads = 0; ///< LibTorch intra-op threads; 0 = LibTorch default
-  std::string checkpoint_dir; ///< empty: no checkpoints (node-local)
-  uint32_t checkpoint_every = 100; ///< steps between checkpoints
   /// trainer.model: a registered model (registry.hpp) and its arguments.
   entry_spec model_entry = make_entry("vit");
   optimizer_kind optimizer = optimizer_kind::sgd;
@@ -269,6 +303,15 @@ struct trainer_spec {
   lr_schedule schedule = lr_schedule::constant;
   uint64_t total_steps = 0; ///< the run's training steps (for the schedule)
   vit_spec model;
+};
+
+/// The trainer settings each trainer node keeps for itself: its device,
+/// its threads and where it saves checkpoints.
+struct trainer_local_spec {
+  device_kind device = device_kind::auto_select;
+  uint32_t threads = 0; ///< LibTorch intra-op threads; 0 = LibTorch default
+  std::string checkpoint_dir; ///< empty: no checkpoints
+  uint32_t checkpoint_every = 100; ///< steps between checkpoints
 };
 
 /// The learning rate of training step `step` (0-based) of a run of
@@ -282,7 +325,7 @@ double learning_rate_at(const trainer_spec& spec, uint64_t step);
 /// `cluster.nodes`.
 struct node_spec {
   std::string name;
-  std::string role;     ///< "worker" or "trainer"
+  role_kind role = role_kind::worker; ///< worker or trainer
   uint32_t workers = 0; ///< worker actors on a worker node; 0 = its cores
 };
 
@@ -292,6 +335,10 @@ caf::expected<node_spec> parse_node_spec(std::string_view entry);
 /// Parses "HOST:PORT" (PORT 1..65535); nothing if it does not parse.
 std::optional<std::pair<std::string, uint16_t>>
 parse_host_port(std::string_view text);
+
+/// Whether `address` is reachable from this machine only (127.x.y.z, ::1,
+/// localhost): anything else needs a token before it serves a console.
+bool is_loopback(std::string_view address);
 
 /// How the nodes of a cluster find each other.
 struct cluster_spec {
@@ -338,36 +385,59 @@ struct console_spec {
   std::string token; ///< required as the first line if not empty
 };
 
+/// How batches travel between worker and trainer (`transport.*`).
+struct transport_spec {
+  dtype wire = dtype::float32; ///< image dtype between worker and trainer
+  /// Batches between nodes on a direct TCP stream (transport/); false: as
+  /// CAF messages through the middleman (slower, one port less).
+  bool batch_stream = true;
+};
+
 // -- one node's whole configuration ------------------------------------------
 
-/// One node's whole configuration, validated. Built by read_run_config.
-struct run_config {
-  std::string role = "local"; ///< local, head, worker or trainer
-  std::string node_name;      ///< this node's name in the cluster
-  /// The machine it runs on (default: the hostname): workers on the
-  /// trainer's machine are local (router.policy local-only, tie-breaks).
-  std::string node_host;
+/// What stays with each node: its role, name and addresses, its consoles,
+/// its workers and its trainer's device. Never shipped.
+struct node_options {
+  role_kind role = role_kind::local;
+  std::string name; ///< this node's name in the cluster; "" = ROLE-PID
+  /// The machine it runs on ("" = the hostname): workers on the trainer's
+  /// machine are local (router.policy local-only, tie-breaks).
+  std::string host;
   cluster_spec cluster;
-  std::string config_source; ///< the file (or embedded default) it came from
-  std::string report_path;   ///< empty: no JSON report
+  console_spec console; ///< the head's or local node's consoles
+  std::string report_path; ///< empty: no JSON report
   bool resume = false; ///< the trainer continues from its last checkpoint
-  synthetic_spec synthetic;
-  /// Where samples come from and how they are transformed; resolved (sizes,
-  /// classes, output shape) on the head and in a local run.
-  data_spec data;
-  source_spec source;
-  blur_params blur;
-  router_spec router;
-  console_spec console; ///< the head's or local node's consoles (node-local)
+  bool print_nodes = false; ///< print cluster.nodes and exit
   uint32_t workers = 0; ///< CPU workers; 0 = one per core
   /// Each worker of this node does its transform work this many times (it
   /// keeps the first result): makes slow workers for benchmarks and tests.
   double slowdown = 1.0;
-  dtype transport = dtype::float32; ///< image dtype between worker and trainer
-  /// Batches between nodes on a direct TCP stream (batch_channel.hpp);
-  /// false: as CAF messages through the middleman (slower, one port less).
-  bool batch_stream = true;
+  trainer_local_spec trainer;
+  std::string config_source; ///< the file (or embedded default) it came from
+};
+
+/// What the head ships to every node: the pipeline, the router's settings
+/// and how the trainer trains. A worker or trainer node runs the head's,
+/// whatever its own file says.
+struct pipeline_options {
+  source_spec source;
+  synthetic_spec synthetic;
+  blur_params blur;
+  /// Where samples come from and how they are transformed; resolved (sizes,
+  /// classes, output shape) on the head and in a local run.
+  data_spec data;
+  router_spec router;
   trainer_spec trainer;
+  transport_spec transport;
+  /// How workers make batches (prepare_run decides it once).
+  pipeline_kind kind = pipeline_kind::fused_blur;
+};
+
+/// One node's whole configuration: read and checked by read_run_config,
+/// completed by prepare_run.
+struct run_config {
+  node_options node;
+  pipeline_options pipeline;
 };
 
 template <class Inspector>
@@ -387,23 +457,29 @@ typename Inspector::result_type inspect(Inspector& f, router_spec& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_spec& x) {
-  return f(caf::meta::type_name("trainer_spec"), x.device, x.sim_step_ms,
-           x.log_every, x.prefetch, x.lr, x.momentum, x.threads,
-           x.checkpoint_dir, x.checkpoint_every, x.model_entry, x.optimizer,
+  return f(caf::meta::type_name("trainer_spec"), x.sim_step_ms, x.log_every,
+           x.prefetch, x.lr, x.momentum, x.model_entry, x.optimizer,
            x.weight_decay, x.schedule, x.total_steps, x.model);
 }
 
-/// What the head tells every node it runs: the pipeline and the trainer
-/// settings. Node-local settings (role, name, cluster, report, worker
-/// count and slowdown) stay with each node.
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, run_config& x) {
-  return f(caf::meta::type_name("run_config"), x.synthetic, x.data, x.source,
-           x.blur, x.router, x.transport, x.batch_stream, x.trainer);
+typename Inspector::result_type inspect(Inspector& f, transport_spec& x) {
+  return f(caf::meta::type_name("transport_spec"), x.wire, x.batch_stream);
 }
 
-/// Bytes of one full batch of `cfg`'s pipeline on the wire
-/// (transport.dtype): what the router's byte budget counts.
-uint64_t batch_wire_bytes(const run_config& cfg);
+/// What travels from the head to every node (node_options never do).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pipeline_options& x) {
+  return f(caf::meta::type_name("pipeline_options"), x.source, x.synthetic,
+           x.blur, x.data, x.router, x.trainer, x.transport, x.kind);
+}
+
+/// Bytes of one full batch of the pipeline on the wire (transport.dtype):
+/// what the router's byte budget counts.
+uint64_t batch_wire_bytes(const pipeline_options& p);
+
+/// Bytes of one full batch as float32, the largest a worker may send
+/// whatever transport.dtype says: a trainer node's frame limit.
+uint64_t batch_float_bytes(const pipeline_options& p);
 
 } // namespace stoker

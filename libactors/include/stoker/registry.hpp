@@ -187,17 +187,18 @@ private:
 /// returns.
 registry builtin_registry();
 
-/// Records in each entry `cfg` uses (source, both chains, model) the
+/// Records in each entry `pipeline` uses (source, both chains, model) the
 /// version `reg` has for it: the head does this before it sends the
 /// pipeline to its nodes. Entries `reg` lacks are left as they are.
-void stamp_versions(run_config& cfg, const registry& reg);
+void stamp_versions(pipeline_options& pipeline, const registry& reg);
 
 /// The check a node makes when the head's pipeline reaches it: every
 /// source, transform and model the pipeline names must be in `reg`, with
 /// the version the head recorded. Otherwise errc::invalid_config names the
 /// entry, where the pipeline uses it, and what this node has instead (it
 /// runs another build than the head's).
-caf::error check_pipeline_names(const registry& reg, const run_config& cfg);
+caf::error check_pipeline_names(const registry& reg,
+                                const pipeline_options& pipeline);
 
 /// An error in an entry's arguments, in the form every transform uses:
 /// `pipeline.transforms: "ENTRY": WHAT`.

@@ -1,5 +1,9 @@
 #pragma once
 
+// Reading a node's configuration: each key through its declaration, then
+// the checks that span keys. Values only; prepare_run (node/) looks at the
+// data, the registry and the machine.
+
 #include <caf/expected.hpp>
 #include <caf/settings.hpp>
 
@@ -7,16 +11,12 @@
 
 namespace stoker {
 
-class registry;
-
-/// Reads and validates a run_config from CAF's parsed settings (file, then
-/// command line). Any bad value yields errc::invalid_config with a message
-/// naming the key, the value and what was expected. For the head and local
-/// roles it also resolves the data (resolve_data: reads IDX headers and
-/// folder listings); other roles get the resolved pipeline from the head.
-/// Sources, transforms and models are looked up in `reg`: a name it lacks
-/// is refused, naming the key and the names it has.
-caf::expected<run_config> read_run_config(const caf::settings& content,
-                                          const registry& reg);
+/// Reads and checks a run_config from `content` (a config file's keys with
+/// the command line's on top; dotted names, "role" and the other global
+/// keys at the top): every key through its declaration in the option
+/// table, then the checks that span keys. A bad value yields
+/// errc::invalid_config naming the key, the value and what was expected.
+/// Reads nothing but `content`: no file, no registry, no hostname.
+caf::expected<run_config> read_run_config(const caf::settings& content);
 
 } // namespace stoker

@@ -28,11 +28,6 @@ bool send_all(int fd, const std::string& text) {
 
 } // namespace
 
-bool is_loopback(const std::string& address) {
-  return address == "localhost" || address == "::1"
-         || address.rfind("127.", 0) == 0;
-}
-
 caf::expected<std::unique_ptr<console_server>>
 console_server::start(caf::actor_system& sys, const console_spec& spec,
                       console_target target) {

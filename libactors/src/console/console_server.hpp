@@ -12,18 +12,13 @@
 #include <caf/expected.hpp>
 
 #include "stoker/actors.hpp"
-#include "config/run_config.hpp"
+#include "stoker/options.hpp"
 #include "console/console_session.hpp"
-#include "node/roles.hpp"
 
 namespace stoker {
 
-/// True for addresses only this machine can reach (127.0.0.0/8, ::1,
-/// "localhost"): binding elsewhere needs a token.
-bool is_loopback(const std::string& address);
-
-/// The console over TCP (a head's, or a local run's): any line-based client (`nc`,
-/// tools/stoker-console) sends one command per line and gets the answer,
+/// The console over TCP (a head's, or a local run's): any line-based client
+/// (`nc`, tools/stoker-console) sends one command per line and gets the answer,
 /// then a "> " prompt. With a token, the first line must be it. One thread
 /// per connection, each with its own console_session; a client that sends
 /// junk gets usage lines, one that sends a line over 4 KiB is dropped. The

@@ -54,7 +54,7 @@ std::optional<uint64_t> node_heard_ms_ago(const node_row& node,
                                           const router_status& router) {
   if (node.state != "joined")
     return std::nullopt;
-  if (node.role == "trainer")
+  if (node.role == role_kind::trainer)
     return router.trainer_heard_ms_ago < 0
              ? std::nullopt
              : std::optional<uint64_t>{
@@ -63,7 +63,7 @@ std::optional<uint64_t> node_heard_ms_ago(const node_row& node,
   auto prefix = node.name + "/";
   for (auto& w : router.workers)
     if (w.alive
-        && (node.role == "local" || w.name.compare(0, prefix.size(), prefix)
+        && (node.role == role_kind::local || w.name.compare(0, prefix.size(), prefix)
                                       == 0))
       freshest = std::min(freshest.value_or(w.heard_ms_ago), w.heard_ms_ago);
   return freshest;
@@ -74,8 +74,8 @@ std::string format_nodes(const std::vector<node_row>& nodes,
   std::vector<std::vector<std::string>> rows;
   for (auto& n : nodes) {
     auto heard = node_heard_ms_ago(n, router);
-    rows.push_back({n.name, n.role, n.host, std::to_string(n.cores),
-                    n.role == "trainer" ? "-" : std::to_string(n.workers),
+    rows.push_back({n.name, to_string(n.role), n.host, std::to_string(n.cores),
+                    n.role == role_kind::trainer ? "-" : std::to_string(n.workers),
                     n.device.empty() ? "-" : n.device,
                     clock_time(n.joined_unix_s),
                     !heard      ? "-"
@@ -282,7 +282,7 @@ caf::expected<std::vector<actor_row>> console_session::actors() {
   std::string trainer_node = "-";
   if (known)
     for (auto& n : *known)
-      if ((n.role == "trainer" || n.role == "local") && n.state == "joined")
+      if ((n.role == role_kind::trainer || n.role == role_kind::local) && n.state == "joined")
         trainer_node = n.name;
   for (auto& t : members.trainers) {
     auto answer = ask<trainer_stats>(self_, t, stats_atom::value);

@@ -10,7 +10,6 @@
 #include <caf/scoped_actor.hpp>
 
 #include "stoker/actors.hpp"
-#include "node/roles.hpp"
 
 namespace stoker {
 

@@ -10,7 +10,7 @@
 #include "stoker/errors.hpp"
 #include "console/node_consoles.hpp"
 #include "data/epoch_source.hpp"
-#include "node/local_role.hpp"
+#include "node/run_outcome.hpp"
 #include "node/membership_actor.hpp"
 #include "routing/router_actor.hpp"
 #include "routing/source_actor.hpp"
@@ -67,20 +67,21 @@ void shut_down_nodes(caf::scoped_actor& self, const roster& members) {
 
 int head_role_main(caf::actor_system& sys, const run_config& cfg) {
   print_banner(cfg);
-  epoch_source plan{cfg.source};
-  auto source = spawn_source(sys, cfg.source);
-  auto router = spawn_router(sys, source, cfg.router, plan.total_samples(),
-                             batch_wire_bytes(cfg));
-  auto members_actor = spawn_membership(sys, cfg, router);
+  epoch_source plan{cfg.pipeline.source};
+  auto source = spawn_source(sys, cfg.pipeline.source);
+  auto router = spawn_router(sys, source, cfg.pipeline.router,
+                             plan.total_samples(),
+                             batch_wire_bytes(cfg.pipeline));
+  auto front_door = spawn_membership(sys, cfg, router);
   caf::scoped_actor self{sys};
   auto stop = [&] {
-    for (auto a : {caf::actor_cast<caf::actor>(members_actor),
+    for (auto a : {caf::actor_cast<caf::actor>(front_door),
                    caf::actor_cast<caf::actor>(router),
                    caf::actor_cast<caf::actor>(source)})
       self->send_exit(a, caf::exit_reason::user_shutdown);
   };
-  auto& c = cfg.cluster;
-  auto port = sys.middleman().publish(members_actor, c.port, c.bind.c_str());
+  auto& c = cfg.node.cluster;
+  auto port = sys.middleman().publish(front_door, c.port, c.bind.c_str());
   if (!port) {
     std::cerr << "stoker-node: cannot listen on " << c.bind << ":" << c.port
               << ": " << sys.render(port.error())
@@ -91,8 +92,11 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
     return 1;
   }
   // Declared after `stop` and torn down before the actors it talks to.
-  auto consoles = node_consoles::open(
-    sys, cfg.console, console_target{router, members_actor, {}, {}}, "head");
+  console_target target;
+  target.router = router;
+  target.membership = front_door;
+  auto consoles = node_consoles::open(sys, cfg.node.console, std::move(target),
+                                      "head");
   if (!consoles) {
     std::cerr << "stoker-node: " << describe(consoles.error()) << std::endl;
     stop();
@@ -111,9 +115,9 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
       return 1;
     }
   caf::error failure;
-  self->request(members_actor, c.join_timeout, wait_atom::value)
+  self->request(front_door, c.join_timeout, wait_atom::value)
     .receive([](roster&) {}, [&](caf::error& err) { failure = err; });
-  auto members = current_roster(self, members_actor);
+  auto members = current_roster(self, front_door);
   if (failure) {
     std::cerr << "stoker-node: timed out after " << c.join_timeout.count()
               << " ms (cluster.join-timeout) waiting for nodes; missing: "
@@ -138,14 +142,14 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
     .receive(
       [&](router_summary& summary) {
         // Ask again: workers may have joined during the run.
-        members = current_roster(self, members_actor);
+        members = current_roster(self, front_door);
         result = collect_report(self, summary, members.trainers.front(),
                                 members.workers);
       },
       [&](caf::error& err) { result = std::move(err); });
   int code = finish_run(result, cfg);
   consoles = node_consoles{}; // closes every console
-  shut_down_nodes(self, current_roster(self, members_actor));
+  shut_down_nodes(self, current_roster(self, front_door));
   stop();
   bound_shutdown(code, std::chrono::seconds(5));
   return code;

@@ -75,27 +75,21 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
     if (t.data_port != 0)
       routes.push_back(batch_route{*direct, t.host, t.data_port});
   }
-  worker_setup common;
-  common.image = w.config.synthetic;
-  common.data = w.config.data;
-  common.blur = w.config.blur;
-  common.wire = w.config.transport;
-  common.slowdown = cfg.slowdown; // node-local, for benchmarks
-  common.report_interval = w.config.router.report_interval;
-  common.routes = routes;
   // This node's view of the files must be the head's (shared storage).
-  if (auto err = open_worker_data(common, reg))
-    return make_error(errc::run_failure,
-                      "worker node '" + cfg.node_name
-                        + "': " + describe(err));
+  auto common = node_worker_setup(cfg, reg);
+  if (!common)
+    return make_error(errc::run_failure, "worker node '" + cfg.node.name
+                                           + "': "
+                                           + describe(common.error()));
+  common->routes = routes;
   std::vector<worker_actor> workers;
-  for (uint32_t i = 0; i < cfg.workers; ++i) {
-    auto setup = common;
-    setup.name = cfg.node_name + "/" + std::to_string(i);
+  for (uint32_t i = 0; i < cfg.node.workers; ++i) {
+    auto setup = *common;
+    setup.name = cfg.node.name + "/" + std::to_string(i);
     workers.push_back(spawn_worker(sys, std::move(setup), w.router));
     local.actors.push_back(caf::actor_cast<caf::actor>(workers.back()));
   }
-  self->send(head, join_atom::value, cfg.node_name, std::move(workers));
+  self->send(head, join_atom::value, cfg.node.name, std::move(workers));
   return local;
 }
 
@@ -106,21 +100,9 @@ caf::expected<local_part>
 start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
               const run_config& cfg, const welcome& w,
               const membership_actor& head, const registry& reg) {
-  auto tcfg = cfg; // node-local: name, device, threads
-  tcfg.synthetic = w.config.synthetic;
-  tcfg.data = w.config.data;
-  tcfg.source = w.config.source;
-  tcfg.blur = w.config.blur;
-  tcfg.transport = w.config.transport;
-  auto device = cfg.trainer.device;
-  auto own = cfg.trainer; // node-local: device, threads, checkpoints
-  tcfg.trainer = w.config.trainer;
-  tcfg.trainer.device = device;
-  tcfg.trainer.threads = own.threads;
-  tcfg.trainer.checkpoint_dir = own.checkpoint_dir;
-  tcfg.trainer.checkpoint_every = own.checkpoint_every;
-  auto pool = std::make_shared<buffer_pool>(tcfg.trainer.prefetch + 4);
-  auto trainer = spawn_trainer(sys, tcfg, reg, w.router, pool);
+  auto pool = std::make_shared<buffer_pool>(cfg.pipeline.trainer.prefetch
+                                            + 4);
+  auto trainer = spawn_trainer(sys, cfg, reg, w.router, pool);
   if (!trainer)
     return std::move(trainer.error());
   local_part local;
@@ -128,20 +110,21 @@ start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
   auto fail = [&](const std::string& what, const std::string& why) {
     self->send_exit(*trainer, caf::exit_reason::user_shutdown);
     return make_error(errc::run_failure, "trainer: cannot listen " + what
-                                           + " on " + cfg.cluster.bind + ": "
-                                           + why);
+                                           + " on " + cfg.node.cluster.bind
+                                           + ": " + why);
   };
-  auto port = sys.middleman().publish(*trainer, 0, cfg.cluster.bind.c_str());
+  auto port = sys.middleman().publish(*trainer, 0,
+                                      cfg.node.cluster.bind.c_str());
   if (!port)
     return fail("for actors", sys.render(port.error()));
-  trainer_endpoint where{cfg.node_name, cfg.cluster.bind, *port, 0};
-  if (w.config.batch_stream) {
-    auto& s = w.config.data.output;
+  trainer_endpoint where;
+  where.node = cfg.node.name;
+  where.host = cfg.node.cluster.bind;
+  where.port = *port;
+  if (cfg.pipeline.transport.batch_stream) {
     // The largest frame a worker may send: a full batch of float32.
-    uint64_t max_bytes = uint64_t{w.config.source.batch_size} * s.height
-                         * s.width * s.channels * sizeof(float);
     auto stream = batch_listener::start(
-      cfg.cluster.bind, 0, max_bytes, pool,
+      cfg.node.cluster.bind, 0, batch_float_bytes(cfg.pipeline), pool,
       [t = *trainer](image_batch&& b) { caf::anon_send(t, std::move(b)); },
       [](const std::string& what) {
         std::cerr << "stoker-node: " << what << std::endl;
@@ -151,7 +134,7 @@ start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
     local.stream = std::move(*stream);
     where.data_port = local.stream->port();
   }
-  self->send(head, join_atom::value, cfg.node_name, *trainer, where);
+  self->send(head, join_atom::value, cfg.node.name, *trainer, where);
   return local;
 }
 
@@ -159,10 +142,11 @@ start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
 
 int member_role_main(caf::actor_system& sys, const run_config& cfg,
                      const registry& reg) {
-  auto& c = cfg.cluster;
-  std::cout << "stoker-node: role " << cfg.role << ", node " << cfg.node_name
-            << ", head " << c.head_host << ":" << c.head_port << std::endl;
-  if (cfg.console.terminal || cfg.console.port != 0)
+  auto& c = cfg.node.cluster;
+  std::cout << "stoker-node: role " << to_string(cfg.node.role) << ", node "
+            << cfg.node.name << ", head " << c.head_host << ":" << c.head_port
+            << std::endl;
+  if (cfg.node.console.terminal || cfg.node.console.port != 0)
     std::cout << "stoker-node: console.* ignored: the console runs on the "
                  "head (attach to it there)"
               << std::endl;
@@ -173,38 +157,44 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   }
   caf::scoped_actor self{sys};
   self->monitor(*head);
-  node_info info{cfg.node_name, cfg.node_host, cfg.role,
-                 std::max(1u, std::thread::hardware_concurrency()),
-                 cfg.role == "worker" ? cfg.workers : 0,
-                 cfg.role == "trainer" ? to_string(cfg.trainer.device) : "",
-                 caf::actor_cast<caf::actor>(self)};
+  bool worker = cfg.node.role == role_kind::worker;
+  node_info info;
+  info.name = cfg.node.name;
+  info.host = cfg.node.host;
+  info.role = cfg.node.role;
+  info.cores = std::max(1u, std::thread::hardware_concurrency());
+  info.workers = worker ? cfg.node.workers : 0;
+  info.device = worker ? "" : to_string(cfg.node.trainer.device);
+  info.control = caf::actor_cast<caf::actor>(self);
   caf::expected<welcome> hello{caf::error{}};
   self->request(*head, c.join_timeout, hello_atom::value, info)
     .receive([&](welcome& w) { hello = std::move(w); },
              [&](caf::error& err) { hello = std::move(err); });
   if (!hello) {
-    std::cerr << "stoker-node: the head did not take node '" << cfg.node_name
+    std::cerr << "stoker-node: the head did not take node '" << cfg.node.name
               << "': " << describe(hello.error()) << std::endl;
     return 1;
   }
   // The head's pipeline is the one this node runs: refuse to join if this
   // build cannot run it (another binary, without the user's entries).
-  if (auto err = check_pipeline_names(reg, hello->config)) {
-    std::cerr << "stoker-node: node '" << cfg.node_name
+  if (auto err = check_pipeline_names(reg, hello->pipeline)) {
+    std::cerr << "stoker-node: node '" << cfg.node.name
               << "' refuses to join: " << describe(err) << std::endl;
     return 1;
   }
-  auto local = cfg.role == "worker"
-                 ? start_workers(sys, self, cfg, *hello, *head, reg)
-                 : start_trainer(sys, self, cfg, *hello, *head, reg);
+  // From here on this node runs the head's pipeline with its own settings.
+  run_config mine{cfg.node, std::move(hello->pipeline)};
+  auto local = worker ? start_workers(sys, self, mine, *hello, *head, reg)
+                      : start_trainer(sys, self, mine, *hello, *head, reg);
   if (!local) {
     std::cerr << "stoker-node: " << describe(local.error()) << std::endl;
     return 1;
   }
-  std::cout << cfg.role << " '" << cfg.node_name << "' joined; "
+  std::cout << to_string(cfg.node.role) << " '" << cfg.node.name
+            << "' joined; "
             << local->actors.size() << " actor(s) running";
   if (local->stream)
-    std::cout << "; batch stream on " << cfg.cluster.bind << ":"
+    std::cout << "; batch stream on " << cfg.node.cluster.bind << ":"
               << local->stream->port();
   std::cout << std::endl;
   int code = 0;
@@ -257,7 +247,8 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   if (local->stream)
     std::cout << "batch stream: " << local->stream->frames()
               << " batch(es) received" << std::endl;
-  std::cout << cfg.role << " '" << cfg.node_name << "' exits; peak RSS "
+  std::cout << to_string(cfg.node.role) << " '" << cfg.node.name
+            << "' exits; peak RSS "
             << detail::peak_rss_bytes() / 1000000 << " MB" << std::endl;
   bound_shutdown(code, std::chrono::seconds(5));
   return code;

@@ -15,7 +15,7 @@ namespace stoker {
 namespace {
 
 struct membership_state {
-  run_config cfg;
+  pipeline_options pipeline; // what every node runs
   router_actor router;
   membership members{{}};
   roster current;
@@ -33,7 +33,11 @@ struct membership_state {
 using membership_ptr = membership_actor::stateful_pointer<membership_state>;
 
 welcome welcome_of(membership_ptr self) {
-  return welcome{self->state.cfg, self->state.router, self->state.trainers};
+  welcome w;
+  w.pipeline = self->state.pipeline;
+  w.router = self->state.router;
+  w.trainers = self->state.trainers;
+  return w;
 }
 
 void joined(membership_ptr self, const std::string& node) {
@@ -62,10 +66,10 @@ membership_actor::behavior_type
 membership_fn(membership_ptr self, run_config cfg, router_actor router) {
   auto& st = self->state;
   std::vector<std::string> expected;
-  for (auto& node : cfg.cluster.nodes)
+  for (auto& node : cfg.node.cluster.nodes)
     expected.push_back(node.name);
   st.members = membership{std::move(expected)};
-  st.cfg = std::move(cfg);
+  st.pipeline = std::move(cfg.pipeline);
   st.router = std::move(router);
   self->set_down_handler([=](caf::down_msg& msg) {
     auto& s = self->state;
@@ -106,27 +110,33 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
                           "a node named '" + info.name
                             + "' has already joined; expected a unique "
                               "--node.name per node");
-      std::cout << "head: hello from " << info.role << " '" << info.name
-                << "' (" << info.cores << " cores"
-                << (info.role == "worker"
-                      ? ", " + std::to_string(info.workers) + " workers"
-                      : ", device " + info.device)
+      bool worker = info.role == role_kind::worker;
+      std::cout << "head: hello from " << to_string(info.role) << " '"
+                << info.name << "' (" << info.cores << " cores"
+                << (worker ? ", " + std::to_string(info.workers) + " workers"
+                           : ", device " + info.device)
                 << ")" << std::endl;
       s.hosts[info.name] = info.host;
-      s.rows.push_back(node_row{info.name, info.role, info.host, info.cores,
-                                info.workers, info.device,
-                                static_cast<int64_t>(std::time(nullptr)),
-                                "joining"});
+      node_row row;
+      row.name = info.name;
+      row.role = info.role;
+      row.host = info.host;
+      row.cores = info.cores;
+      row.workers = info.workers;
+      row.device = info.device;
+      row.joined_unix_s = static_cast<int64_t>(std::time(nullptr));
+      row.state = "joining";
+      s.rows.push_back(std::move(row));
       if (info.control) {
         // When its process goes, its name is free again (a restarted
         // trainer rejoins under the same name).
         self->monitor(info.control);
         s.names[info.control.address()] = info.name;
-        if (info.role == "worker")
+        if (worker)
           s.worker_controls.push_back(info.control);
         s.current.controls.push_back(std::move(info.control));
       }
-      if (info.role == "worker" && s.trainers.empty()) {
+      if (worker && s.trainers.empty()) {
         s.waiting_for_trainer.push_back(
           self->template make_response_promise<welcome>());
         return s.waiting_for_trainer.back();

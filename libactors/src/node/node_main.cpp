@@ -32,17 +32,22 @@ int run_node(int argc, char** argv, const registry& reg) {
     return 0;
   }
   const auto& run = **loaded;
-  if (caf::get_or(cfg, "print-nodes", false)) { // for tools/launch-cluster
-    for (auto& node : run.cluster.nodes)
-      std::cout << node.name << ' ' << node.role << ' ' << node.workers
-                << '\n';
+  if (run.node.print_nodes) { // for tools/launch-cluster
+    for (auto& node : run.node.cluster.nodes)
+      std::cout << node.name << ' ' << to_string(node.role) << ' '
+                << node.workers << '\n';
     return 0;
   }
   caf::actor_system sys{cfg};
-  if (run.role == "head")
-    return head_role_main(sys, run);
-  if (run.role == "worker" || run.role == "trainer")
-    return member_role_main(sys, run, reg);
+  switch (run.node.role) {
+    case role_kind::head:
+      return head_role_main(sys, run);
+    case role_kind::worker:
+    case role_kind::trainer:
+      return member_role_main(sys, run, reg);
+    case role_kind::local:
+      break;
+  }
   return local_role_main(sys, run, reg);
 }
 

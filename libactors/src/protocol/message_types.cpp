@@ -20,7 +20,7 @@ void register_message_types(caf::actor_system_config& cfg) {
     .add_message_type<trainer_actor>("stoker::trainer_actor")
     .add_message_type<router_actor>("stoker::router_actor")
     .add_message_type<membership_actor>("stoker::membership_actor")
-    .add_message_type<run_config>("stoker::run_config")
+    .add_message_type<pipeline_options>("stoker::pipeline_options")
     .add_message_type<batch_route>("stoker::batch_route")
     .add_message_type<trainer_endpoint>("stoker::trainer_endpoint")
     .add_message_type<std::vector<trainer_endpoint>>(

@@ -151,15 +151,15 @@ void detail::must_add(caf::error err) {
 
 namespace {
 
-// Calls f(kind, key, entry) for every entry `cfg`'s pipeline uses.
-template <class RunConfig, class F>
-void for_each_entry(RunConfig& cfg, F f) {
-  f("source", "pipeline.source", cfg.data.source);
-  for (auto& t : cfg.data.transforms)
+// Calls f(kind, key, entry) for every entry the pipeline uses.
+template <class Pipeline, class F>
+void for_each_entry(Pipeline& p, F f) {
+  f("source", "pipeline.source", p.data.source);
+  for (auto& t : p.data.transforms)
     f("transform", "pipeline.transforms", t);
-  for (auto& t : cfg.data.eval_transforms)
+  for (auto& t : p.data.eval_transforms)
     f("transform", "pipeline.eval-transforms", t);
-  f("model", "trainer.model", cfg.trainer.model_entry);
+  f("model", "trainer.model", p.trainer.model_entry);
 }
 
 // The version `reg` has for the entry of `kind`, or nothing if it has none.
@@ -185,17 +185,18 @@ std::string names_of_kind(const registry& reg, std::string_view kind) {
 
 } // namespace
 
-void stamp_versions(run_config& cfg, const registry& reg) {
-  for_each_entry(cfg, [&](std::string_view kind, const char*,
+void stamp_versions(pipeline_options& pipeline, const registry& reg) {
+  for_each_entry(pipeline, [&](std::string_view kind, const char*,
                           entry_spec& entry) {
     if (auto v = version_in(reg, kind, entry.name))
       entry.version = *v;
   });
 }
 
-caf::error check_pipeline_names(const registry& reg, const run_config& cfg) {
+caf::error check_pipeline_names(const registry& reg,
+                                const pipeline_options& pipeline) {
   caf::error first;
-  for_each_entry(cfg, [&](std::string_view kind, const char* key,
+  for_each_entry(pipeline, [&](std::string_view kind, const char* key,
                           const entry_spec& entry) {
     if (first)
       return;

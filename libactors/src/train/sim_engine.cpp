@@ -66,10 +66,11 @@ std::unique_ptr<step_engine> make_sim_engine(uint32_t step_ms) {
 }
 
 caf::expected<std::unique_ptr<step_engine>>
-make_step_engine(const trainer_spec& spec, const registry& reg) {
-  if (spec.device == device_kind::sim)
+make_step_engine(const trainer_spec& spec, const trainer_local_spec& local,
+                 const registry& reg) {
+  if (local.device == device_kind::sim)
     return make_sim_engine(spec.sim_step_ms);
-  return make_torch_engine(spec, reg);
+  return make_torch_engine(spec, local, reg);
 }
 
 } // namespace stoker

@@ -68,14 +68,17 @@ std::unique_ptr<step_engine> make_sim_engine(uint32_t step_ms);
 
 /// The model `spec.model_entry` names in `reg` (the built-ins: the ViT or
 /// the CNN) trained with its optimizer (default: SGD or AdamW as
-/// trainer.optimizer says) on `spec.device` (auto: CUDA when LibTorch sees
-/// a GPU, else CPU). Fails with errc::invalid_config when the device is not
-/// available or the model is not registered, naming it.
+/// trainer.optimizer says) on `local.device` (auto: CUDA when LibTorch
+/// sees a GPU, else CPU) with `local.threads`. Fails with
+/// errc::invalid_config when the device is not available or the model is
+/// not registered, naming it.
 caf::expected<std::unique_ptr<step_engine>>
-make_torch_engine(const trainer_spec& spec, const registry& reg);
+make_torch_engine(const trainer_spec& spec, const trainer_local_spec& local,
+                  const registry& reg);
 
-/// The engine `spec.device` asks for (sim needs no model).
+/// The engine `local.device` asks for (sim needs no model).
 caf::expected<std::unique_ptr<step_engine>>
-make_step_engine(const trainer_spec& spec, const registry& reg);
+make_step_engine(const trainer_spec& spec, const trainer_local_spec& local,
+                 const registry& reg);
 
 } // namespace stoker

@@ -215,18 +215,20 @@ private:
 } // namespace
 
 caf::expected<std::unique_ptr<step_engine>>
-make_torch_engine(const trainer_spec& spec, const registry& reg) {
+make_torch_engine(const trainer_spec& spec, const trainer_local_spec& local,
+                  const registry& reg) {
   if (auto err = reg.check_model(spec.model_entry))
     return err;
   auto& def = *reg.model(spec.model_entry.name);
   bool has_cuda = torch::cuda::is_available();
-  if (spec.device == device_kind::cuda && !has_cuda)
+  if (local.device == device_kind::cuda && !has_cuda)
     return make_error(errc::invalid_config,
                       "trainer.device = \"cuda\": LibTorch sees no CUDA "
-                      "device (Debian's LibTorch is CPU-only); expected \"auto\", \"cpu\" or \"sim\"");
-  if (spec.threads > 0)
-    torch::set_num_threads(static_cast<int>(spec.threads));
-  torch::Device dev = spec.device == device_kind::cpu || !has_cuda
+                      "device (Debian's LibTorch is CPU-only); expected "
+                      "\"auto\", \"cpu\" or \"sim\"");
+  if (local.threads > 0)
+    torch::set_num_threads(static_cast<int>(local.threads));
+  torch::Device dev = local.device == device_kind::cpu || !has_cuda
                         ? torch::Device(torch::kCPU)
                         : torch::Device(torch::kCUDA, 0);
   std::optional<cuda_step_timer> timer;

@@ -141,7 +141,7 @@ void close_phase(trainer_ptr self, uint64_t epoch, split part) {
 }
 
 run_identity identity_of(const run_config& cfg) {
-  auto& s = cfg.source;
+  auto& s = cfg.pipeline.source;
   return run_identity{s.dataset_size, s.epochs, s.batch_size, s.seed,
                       s.shuffle};
 }
@@ -288,20 +288,20 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   auto& st = self->state;
   st.engine = std::move(engine);
   st.gpu_blur = std::move(gpu_blur);
-  st.blur = cfg.blur;
-  st.spec = cfg.trainer;
+  auto& p = cfg.pipeline;
+  st.blur = p.blur;
+  st.spec = p.trainer;
   st.pool = std::move(pool);
   st.run = identity_of(cfg);
-  st.checkpoint_dir = cfg.trainer.checkpoint_dir;
-  st.checkpoint_every = cfg.trainer.checkpoint_every;
-  st.ledger.emplace(cfg.source.dataset_size, cfg.source.epochs);
-  trainer_hello hello{cfg.trainer.prefetch,
-                      cfg.node_host,
-                      !cfg.trainer.checkpoint_dir.empty(),
-                      resumed != nullptr,
-                      0,
-                      {},
-                      st.gpu_blur != nullptr};
+  st.checkpoint_dir = cfg.node.trainer.checkpoint_dir;
+  st.checkpoint_every = cfg.node.trainer.checkpoint_every;
+  st.ledger.emplace(p.source.dataset_size, p.source.epochs);
+  trainer_hello hello;
+  hello.prefetch = p.trainer.prefetch;
+  hello.host = cfg.node.host;
+  hello.checkpoints = !cfg.node.trainer.checkpoint_dir.empty();
+  hello.resumed = resumed != nullptr;
+  hello.gpu_blur = st.gpu_blur != nullptr;
   if (resumed) {
     st.ledger->restore(resumed->ledger_bits, resumed->delivered,
                        resumed->duplicates);
@@ -314,22 +314,23 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
                     << " (" << st.ledger->unique()
                     << " samples trained before)" << std::endl;
   }
-  st.expect = batch_expectation{cfg.data.output.height,
-                                cfg.data.output.width,
-                                cfg.data.output.channels,
-                                cfg.data.num_classes,
-                                layout::chw,
-                                cfg.transport,
-                                cfg.source.dataset_size,
-                                cfg.source.epochs,
-                                cfg.source.eval_size,
-                                cfg.data.source.name == "synthetic"};
-  st.evaluates = cfg.source.eval_size > 0;
-  st.gate.emplace(cfg.source.dataset_size, cfg.source.eval_size,
+  auto& e = st.expect;
+  e.height = p.data.output.height;
+  e.width = p.data.output.width;
+  e.channels = p.data.output.channels;
+  e.num_classes = p.data.num_classes;
+  e.order = layout::chw;
+  e.type = p.transport.wire;
+  e.dataset_size = p.source.dataset_size;
+  e.epochs = p.source.epochs;
+  e.eval_size = p.source.eval_size;
+  e.labels_from_ids = p.data.source.name == "synthetic";
+  st.evaluates = p.source.eval_size > 0;
+  st.gate.emplace(p.source.dataset_size, p.source.eval_size,
                   resumed ? st.ledger->unique() : 0);
   st.stats.device = st.engine->device();
   st.stats.simulated = st.engine->simulated();
-  st.log_every = cfg.trainer.log_every;
+  st.log_every = p.trainer.log_every;
   self->send(router, credit_atom::value,
              caf::actor_cast<trainer_actor>(self), std::move(hello));
   return {
@@ -402,7 +403,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
 // it must open; for auto a GPU-less trainer says so and the workers blur.
 caf::expected<std::shared_ptr<cuda_blur_stage>>
 open_gpu_blur(const run_config& cfg) {
-  auto placement = cfg.router.placement;
+  auto placement = cfg.pipeline.router.placement;
   if (placement == blur_placement::cpu)
     return std::shared_ptr<cuda_blur_stage>{};
   auto stage = cuda_blur_stage::open(0);
@@ -430,12 +431,12 @@ caf::expected<trainer_actor>
 spawn_trainer(caf::actor_system& sys, const run_config& cfg,
               const registry& reg, router_actor router,
               std::shared_ptr<buffer_pool> pool) {
-  auto engine = make_step_engine(cfg.trainer, reg);
+  auto engine = make_step_engine(cfg.pipeline.trainer, cfg.node.trainer, reg);
   if (!engine)
     return std::move(engine.error());
   std::shared_ptr<const checkpoint> resumed;
-  if (cfg.resume) {
-    auto loaded = read_checkpoint(cfg.trainer.checkpoint_dir);
+  if (cfg.node.resume) {
+    auto loaded = read_checkpoint(cfg.node.trainer.checkpoint_dir);
     if (!loaded)
       return std::move(loaded.error());
     if (auto err = check_resumable(loaded->run, identity_of(cfg)))

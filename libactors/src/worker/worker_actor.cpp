@@ -10,10 +10,6 @@
 
 #include "stoker/actors.hpp"
 #include "stoker/errors.hpp"
-#include "data/resolve.hpp"
-#include "data/sample_mapper.hpp"
-#include "data/synthetic_mapper.hpp"
-#include "kernels/blur.hpp"
 #include "transport/batch_channel.hpp"
 #include "transport/batch_check.hpp"
 #include "transport/batch_codec.hpp"
@@ -74,26 +70,6 @@ uint64_t ns_since(clock_type::time_point t0) {
       .count());
 }
 
-// worker.slowdown: the blur stage's work done `extra` more times on
-// copies (whole batches, then a share of the images for the fraction); the
-// batch itself is blurred once, so its contents do not change.
-void waste_blur_work(const blur_params& blur, const image_batch& unblurred,
-                     double extra) {
-  for (; extra >= 1.0; extra -= 1.0) {
-    auto copy = unblurred;
-    apply_blur_stage(blur, copy);
-  }
-  auto images = static_cast<size_t>(
-    extra * static_cast<double>(unblurred.size()) + 0.5);
-  if (images == 0)
-    return;
-  auto part = unblurred;
-  part.sample_ids.resize(images);
-  part.labels.resize(images);
-  part.data.resize(images * part.image_bytes());
-  apply_blur_stage(blur, part);
-}
-
 worker_report make_report(worker_ptr self) {
   auto& st = self->state;
   worker_report report;
@@ -117,28 +93,7 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
       auto t0 = clock_type::now();
       image_batch batch;
       try {
-        if (setup.data.transforms.empty()) { // the article's fused stage
-          batch = map_synthetic(setup.image, item);
-          // pipeline.placement: the trainer's GPU blurs this one.
-          if (!item.blur_on_trainer) {
-            if (setup.slowdown > 1.0)
-              waste_blur_work(setup.blur, batch, setup.slowdown - 1.0);
-            apply_blur_stage(setup.blur, batch);
-          }
-        } else {
-          bool test = item.part == split::test;
-          if (test && !setup.test)
-            throw std::runtime_error("a test item, but this worker has no "
-                                     "test split open");
-          auto& chain = test ? setup.test_chain : setup.train_chain;
-          auto make = [&] {
-            return map_samples(test ? *setup.test : *setup.train, chain,
-                               setup.data.output, setup.data.seed, item);
-          };
-          for (double extra = setup.slowdown - 1.0; extra >= 1.0; extra -= 1.0)
-            make(); // worker.slowdown: the same work again, thrown away
-          batch = make();
-        }
+        batch = setup.maker->make(item, setup.slowdown);
         encode_batch(batch, setup.wire);
       } catch (const std::exception& e) {
         // The same item would fail on any worker: stop loudly.
@@ -186,33 +141,17 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
 
 } // namespace
 
-caf::error open_worker_data(worker_setup& setup, const registry& reg) {
-  if (setup.data.transforms.empty()) {
-    // Synthetic images, made from (seed, epoch, id), through the blur
-    // stage this node's CPU must be able to run.
-    if (auto choice = resolve_blur(setup.blur); !choice)
-      return std::move(choice.error());
-    return caf::none;
-  }
-  auto train = open_dataset(setup.data, split::train, setup.image, reg);
-  if (!train)
-    return std::move(train.error());
-  setup.train = std::move(*train);
-  auto chain = transform_chain::bind(setup.data.transforms, reg);
-  if (!chain)
-    return std::move(chain.error());
-  setup.train_chain = std::move(*chain);
-  if (setup.data.eval) {
-    auto test = open_dataset(setup.data, split::test, setup.image, reg);
-    if (!test)
-      return std::move(test.error());
-    setup.test = std::move(*test);
-    chain = transform_chain::bind(setup.data.eval_transforms, reg);
-    if (!chain)
-      return std::move(chain.error());
-    setup.test_chain = std::move(*chain);
-  }
-  return caf::none;
+caf::expected<worker_setup> node_worker_setup(const run_config& cfg,
+                                              const registry& reg) {
+  auto maker = batch_maker::open(cfg.pipeline, reg);
+  if (!maker)
+    return std::move(maker.error());
+  worker_setup setup;
+  setup.maker = std::make_shared<const batch_maker>(std::move(*maker));
+  setup.wire = cfg.pipeline.transport.wire;
+  setup.slowdown = cfg.node.slowdown;
+  setup.report_interval = cfg.pipeline.router.report_interval;
+  return setup;
 }
 
 worker_actor spawn_worker(caf::actor_system& sys, worker_setup setup,

@@ -11,9 +11,8 @@
 #include <caf/error.hpp>
 
 #include "stoker/actors.hpp"
-#include "stoker/dataset.hpp"
 #include "stoker/options.hpp"
-#include "transforms/transform_chain.hpp"
+#include "worker/batch_maker.hpp"
 
 namespace stoker {
 
@@ -22,17 +21,8 @@ class registry;
 /// What a worker makes and how it behaves.
 struct worker_setup {
   std::string name;
-  synthetic_spec image; ///< the synthetic source's images
-  /// The resolved pipeline. No transforms: the article's synthetic images
-  /// through the fused blur stage (`blur`); else the chains over `train`
-  /// and `test`, opened once per node and shared by its workers.
-  data_spec data;
-  std::shared_ptr<const dataset> train;
-  std::shared_ptr<const dataset> test; ///< null unless the run evaluates
-  /// data.transforms and data.eval_transforms, bound to their definitions.
-  transform_chain train_chain;
-  transform_chain test_chain;
-  blur_params blur;
+  /// Makes each batch (shared by the node's workers).
+  std::shared_ptr<const batch_maker> maker;
   dtype wire = dtype::float32; ///< transport.dtype
   double slowdown = 1.0;       ///< worker.slowdown (benchmarks and tests)
   std::chrono::milliseconds report_interval{100};
@@ -42,12 +32,13 @@ struct worker_setup {
   std::vector<batch_route> routes;
 };
 
-/// Opens the splits `setup.data` reads through its source in `reg` (none
-/// for the fused synthetic path; the test split only when the run
-/// evaluates) into `setup.train` and `setup.test`, and binds their chains.
-/// Do it once per node and copy the setup for each worker: they share the
-/// datasets. Errors name the path (see open_dataset) or the missing entry.
-caf::error open_worker_data(worker_setup& setup, const registry& reg);
+/// The setup every worker of a node of `cfg` starts from: the node's
+/// slowdown, the pipeline's wire dtype and report interval, and one
+/// batch_maker opened for the node (its workers share the datasets). Name
+/// and routes are the caller's to add. Errors name what cannot be opened
+/// (batch_maker::open).
+caf::expected<worker_setup> node_worker_setup(const run_config& cfg,
+                                              const registry& reg);
 
 /// Spawns a detached worker that reports to `router` after each item and
 /// every `report_interval` between items.

@@ -1,0 +1,596 @@
+#include "config/option_table.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <limits>
+
+#include <caf/timespan.hpp>
+
+#include "stoker/errors.hpp"
+
+namespace stoker {
+
+namespace {
+
+constexpr int64_t i64_max = std::numeric_limits<int64_t>::max();
+constexpr int64_t u32_max = std::numeric_limits<uint32_t>::max();
+
+// A value as the user wrote it: a flag's raw text, a file's value in CAF's
+// notation (strings quoted).
+std::string shown(const std::string& name, const caf::config_value& v) {
+  if (name.find('.') == std::string::npos)
+    if (auto text = caf::get_if<std::string>(&v))
+      return "--" + name + "=" + *text;
+  return (name.find('.') == std::string::npos ? "--" + name + "="
+                                              : name + " = ")
+         + to_string(v);
+}
+
+caf::error bad_value(const std::string& name, const caf::config_value& v,
+                     const std::string& expected) {
+  return make_error(errc::invalid_config,
+                    shown(name, v) + ": expected " + expected);
+}
+
+std::string number_text(double x) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", x);
+  return text;
+}
+
+std::string duration_text(std::chrono::milliseconds d) {
+  auto ms = d.count();
+  return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s"
+                        : std::to_string(ms) + "ms";
+}
+
+std::string quoted(const std::string& x) {
+  return "\"" + x + "\"";
+}
+
+// The text value of `v`, or an error naming the key.
+caf::expected<std::string> text_of(const std::string& name,
+                                   const caf::config_value& v) {
+  if (auto x = caf::get_if<std::string>(&v))
+    return *x;
+  return bad_value(name, v, "a quoted string");
+}
+
+caf::expected<std::vector<std::string>>
+text_list_of(const std::string& name, const caf::config_value& v) {
+  if (auto x = caf::get_if<std::vector<std::string>>(&v))
+    return *x;
+  return bad_value(name, v, "a list of quoted strings, e.g. [\"a\", \"b\"]");
+}
+
+std::string list_text(const std::vector<std::string>& xs) {
+  std::string out = "[";
+  for (auto& x : xs)
+    out += (out.size() > 1 ? ", " : "") + quoted(x);
+  return out + "]";
+}
+
+// The member a key fills, as a path of member pointers from run_config:
+// node_at<&node_options::workers> or pipe_at<&pipeline_options::source,
+// &source_spec::batch_size>. The path's first step says the key's scope.
+template <auto First, auto... Rest>
+struct field_path {
+  static constexpr option_scope scope
+    = std::is_same_v<decltype(First), node_options run_config::*>
+        ? option_scope::node
+        : option_scope::pipeline;
+
+  template <class T>
+  auto& operator()(T& x) const {
+    return ((x .* First) .* ... .* Rest); // a fold over the path
+  }
+};
+
+template <auto... Members>
+constexpr field_path<&run_config::node, Members...> node_at{};
+
+template <auto... Members>
+constexpr field_path<&run_config::pipeline, Members...> pipe_at{};
+
+// Builds the table one section at a time, CAF's opt_group style: each add
+// is one key, naming the member it fills; what a default-constructed
+// run_config holds there is the key's default.
+class table_builder {
+public:
+  table_builder(std::vector<option_decl>& out, std::string section)
+    : out_(out), section_(std::move(section)) {
+    // nop
+  }
+
+  /// A whole number in [min, max].
+  template <class Field>
+  table_builder& integer(const char* key, Field field, int64_t min, int64_t max,
+                         const char* help) {
+    using T = std::decay_t<decltype(field(defaults_))>;
+    auto expected = "an integer from " + std::to_string(min) + " to "
+                    + std::to_string(max);
+    auto values = std::to_string(min) + ".."
+                  + (max == i64_max ? std::string{"2^63-1"}
+                                    : std::to_string(max));
+    return add<int64_t>(key, Field::scope, help, values,
+                        std::to_string(field(defaults_)),
+                        [=](const std::string& name, const caf::config_value& v,
+                            run_config& cfg) {
+                          auto x = caf::get_if<int64_t>(&v);
+                          if (x == nullptr || *x < min || *x > max)
+                            return bad_value(name, v, expected);
+                          field(cfg) = static_cast<T>(*x);
+                          return caf::error{};
+                        });
+  }
+
+  /// A number in [min, max]; whole numbers count (`lr = 1`), in a file as
+  /// on the command line.
+  template <class Field>
+  table_builder&
+  real(const char* key, Field field, double min, double max, const char* help) {
+    using T = std::decay_t<decltype(field(defaults_))>;
+    auto expected = "a number from " + number_text(min) + " to "
+                    + number_text(max);
+    return add<double>(key, Field::scope, help,
+                       number_text(min) + ".." + number_text(max),
+                       number_text(static_cast<double>(field(defaults_))),
+                       [=](const std::string& name, const caf::config_value& v,
+                           run_config& cfg) {
+                         std::optional<double> x;
+                         if (auto d = caf::get_if<double>(&v))
+                           x = *d;
+                         else if (auto i = caf::get_if<int64_t>(&v))
+                           x = static_cast<double>(*i);
+                         if (!x || !(*x >= min && *x <= max))
+                           return bad_value(name, v, expected);
+                         field(cfg) = static_cast<T>(*x);
+                         return caf::error{};
+                       });
+  }
+
+  template <class Field>
+  table_builder& boolean(const char* key, Field field, const char* help) {
+    return add<bool>(key, Field::scope, help, "true or false",
+                     field(defaults_) ? "true" : "false",
+                     [=](const std::string& name, const caf::config_value& v,
+                         run_config& cfg) {
+                       auto x = caf::get_if<bool>(&v);
+                       if (x == nullptr)
+                         return bad_value(name, v, "true or false");
+                       field(cfg) = *x;
+                       return caf::error{};
+                     });
+  }
+
+  template <class Field>
+  table_builder& text(const char* key, Field field, const char* help) {
+    return add<std::string>(key, Field::scope, help, "a string",
+                            quoted(field(defaults_)),
+                            [=](const std::string& name,
+                                const caf::config_value& v, run_config& cfg) {
+                              auto x = text_of(name, v);
+                              if (!x)
+                                return std::move(x.error());
+                              field(cfg) = std::move(*x);
+                              return caf::error{};
+                            });
+  }
+
+  /// A positive duration: 500ms, 10s.
+  template <class Field>
+  table_builder& duration(const char* key, Field field, const char* help) {
+    return add<caf::timespan>(
+      key, Field::scope, help, "a duration", duration_text(field(defaults_)),
+      [=](const std::string& name, const caf::config_value& v,
+          run_config& cfg) {
+        auto x = caf::get_if<caf::timespan>(&v);
+        if (x == nullptr || x->count() <= 0)
+          return bad_value(name, v, "a positive duration such as 500ms or 10s");
+        field(cfg) = std::chrono::duration_cast<std::chrono::milliseconds>(*x);
+        return caf::error{};
+      });
+  }
+
+  /// One name of an enum's table (enum_names.hpp).
+  template <class Field>
+  table_builder& choice(const char* key, Field field, const char* help) {
+    using E = std::decay_t<decltype(field(defaults_))>;
+    auto values = enum_choices<E>();
+    return add<std::string>(key, Field::scope, help, values,
+                            quoted(to_string(field(defaults_))),
+                            [=](const std::string& name,
+                                const caf::config_value& v, run_config& cfg) {
+                              auto x = text_of(name, v);
+                              if (!x)
+                                return std::move(x.error());
+                              auto e = parse_enum<E>(*x);
+                              if (!e)
+                                return bad_value(name, v, values);
+                              field(cfg) = *e;
+                              return caf::error{};
+                            });
+  }
+
+  /// A registry entry, "NAME" or "NAME(A, B)" (prepare_run checks the
+  /// name against the registry).
+  template <class Field>
+  table_builder& entry(const char* key, Field field, const char* help) {
+    return add<std::string>(key, Field::scope, help, "NAME or NAME(ARGS)",
+                            quoted(field(defaults_).text),
+                            [=](const std::string& name,
+                                const caf::config_value& v, run_config& cfg) {
+                              auto x = text_of(name, v);
+                              if (!x)
+                                return std::move(x.error());
+                              auto e = parse_entry(*x);
+                              if (!e)
+                                return make_error(errc::invalid_config,
+                                                  name + " = "
+                                                    + describe(e.error()));
+                              field(cfg) = std::move(*e);
+                              return caf::error{};
+                            });
+  }
+
+  /// A list of registry entries.
+  template <class Field>
+  table_builder& entries(const char* key, Field field, const char* help) {
+    return list(key, Field::scope, help, "[\"NAME(ARGS)\", ...]", "[]",
+                [=](const std::string& name, const std::vector<std::string>& xs,
+                    run_config& cfg) {
+                  std::vector<entry_spec> out;
+                  for (auto& x : xs) {
+                    auto e = parse_entry(x);
+                    if (!e)
+                      return make_error(errc::invalid_config,
+                                        name + ": " + describe(e.error()));
+                    out.push_back(std::move(*e));
+                  }
+                  field(cfg) = std::move(out);
+                  return caf::error{};
+                });
+  }
+
+  /// A list of strings, each checked by `store`.
+  template <class Store>
+  table_builder& list(const char* key, option_scope scope, const char* help,
+                      std::string values, std::string default_text,
+                      Store store) {
+    return add<std::vector<std::string>>(
+      key, scope, help, std::move(values), std::move(default_text),
+      [=](const std::string& name, const caf::config_value& v,
+          run_config& cfg) {
+        auto xs = text_list_of(name, v);
+        if (!xs)
+          return std::move(xs.error());
+        return store(name, *xs, cfg);
+      });
+  }
+
+  /// A string read by `store` (which checks it).
+  template <class Store>
+  table_builder& text_with(const char* key, option_scope scope,
+                           const char* help, std::string values,
+                           std::string default_text, Store store) {
+    return add<std::string>(key, scope, help, std::move(values),
+                            std::move(default_text),
+                            [=](const std::string& name,
+                                const caf::config_value& v, run_config& cfg) {
+                              auto x = text_of(name, v);
+                              if (!x)
+                                return std::move(x.error());
+                              return store(name, v, *x, cfg);
+                            });
+  }
+
+  /// Replaces the last key's default as shown (one computed at run time:
+  /// the hostname, the process id).
+  table_builder& shown_default(std::string text) {
+    out_.back().default_text = std::move(text);
+    return *this;
+  }
+
+  /// Continues with another section.
+  table_builder section(std::string name) {
+    return table_builder{out_, std::move(name)};
+  }
+
+private:
+  template <class CafType, class Read>
+  table_builder& add(const char* key, option_scope scope, const char* help,
+                     std::string values, std::string default_text, Read read) {
+    option_decl d;
+    d.name = section_.empty() ? key : section_ + "." + key;
+    d.help = help;
+    d.values = std::move(values);
+    d.default_text = std::move(default_text);
+    d.scope = scope;
+    d.read = [name = d.name, read](const caf::config_value& v,
+                                   run_config& cfg) {
+      return read(name, v, cfg);
+    };
+    auto category = section_.empty() ? std::string{"global"} : section_;
+    std::string long_name = key;
+    d.declare = [category, long_name](caf::config_option_set& set,
+                                      const std::string& description) {
+      set.add<CafType>(category, long_name, description);
+    };
+    out_.push_back(std::move(d));
+    return *this;
+  }
+
+  std::vector<option_decl>& out_;
+  std::string section_;
+  run_config defaults_; // what each key's default is read from
+};
+
+// cluster.head = "HOST:PORT".
+caf::error read_head(const std::string& name, const caf::config_value& v,
+                     const std::string& text, run_config& cfg) {
+  auto hp = parse_host_port(text);
+  if (!hp)
+    return bad_value(name, v, "HOST:PORT, e.g. 127.0.0.1:4242");
+  cfg.node.cluster.head_host = hp->first;
+  cfg.node.cluster.head_port = hp->second;
+  return caf::none;
+}
+
+// cluster.nodes = ["NAME:ROLE[:N]", ...].
+caf::error read_nodes(const std::string& name,
+                      const std::vector<std::string>& entries,
+                      run_config& cfg) {
+  std::vector<node_spec> nodes;
+  for (auto& entry : entries) {
+    auto node = parse_node_spec(entry);
+    if (!node)
+      return make_error(errc::invalid_config,
+                        name + ": " + describe(node.error()));
+    nodes.push_back(std::move(*node));
+  }
+  cfg.node.cluster.nodes = std::move(nodes);
+  return caf::none;
+}
+
+using N = node_options;
+using P = pipeline_options;
+
+std::vector<option_decl> make_table() {
+  std::vector<option_decl> t;
+  // -- global: flags of the command line
+  table_builder{t, ""}
+    .choice("role", node_at<&N::role>,
+            "what this process runs: every actor here (local), the head, "
+            "or a worker or trainer node that joins one")
+    .text("report", node_at<&N::report_path>,
+          "write the JSON run report to this path")
+    .shown_default("none")
+    .boolean("print-nodes", node_at<&N::print_nodes>,
+             "print cluster.nodes as NAME ROLE WORKERS lines and exit (for "
+             "tools/launch-cluster)")
+    .boolean("resume", node_at<&N::resume>,
+             "the trainer continues from the checkpoint in "
+             "trainer.checkpoint-dir (roles local and trainer)")
+    // -- console (head and local roles)
+    .section("console")
+    .boolean("terminal", node_at<&N::console, &console_spec::terminal>,
+             "the console on this terminal while the job runs (line "
+             "editing, history, tab completion); --console for short")
+    .integer("port", node_at<&N::console, &console_spec::port>, 0, 65535,
+             "the head (or local node) serves its console over TCP here; "
+             "0 = off")
+    .text("bind", node_at<&N::console, &console_spec::bind>,
+          "the console's address; anything but loopback needs "
+          "console.token")
+    .text("token", node_at<&N::console, &console_spec::token>,
+          "a console client's first line must be this")
+    // -- node
+    .section("node")
+    .text("name", node_at<&N::name>, "this node's name in the cluster (unique)")
+    .shown_default("ROLE-PID")
+    .text("host", node_at<&N::host>,
+          "the machine the node runs on: workers on the trainer's machine "
+          "are local to it (local-only, tie-breaks)")
+    .shown_default("the hostname")
+    // -- cluster
+    .section("cluster")
+    .text("bind", node_at<&N::cluster, &cluster_spec::bind>,
+          "the address the head and trainer nodes listen on")
+    .integer("port", node_at<&N::cluster, &cluster_spec::port>, 0, 65535,
+             "the head's port; 0 = any free port")
+    .text_with("head", option_scope::node,
+               "HOST:PORT of the head (worker and trainer roles)", "HOST:PORT",
+               "none", read_head)
+    .duration("join-timeout", node_at<&N::cluster, &cluster_spec::join_timeout>,
+              "how long the head waits for cluster.nodes (and a node for "
+              "the head's answer)")
+    .duration("connect-timeout",
+              node_at<&N::cluster, &cluster_spec::connect_timeout>,
+              "how long a node retries reaching the head")
+    .duration("heartbeat-timeout",
+              pipe_at<&P::router, &router_spec::heartbeat_timeout>,
+              "a worker silent this long beyond its current item is lost; "
+              "its work goes elsewhere")
+    .list("nodes", option_scope::node,
+          "the topology: \"NAME:worker[:WORKERS]\" or \"NAME:trainer\" "
+          "entries",
+          "[\"NAME:ROLE[:N]\", ...]", "[]", read_nodes)
+    .text("port-file", node_at<&N::cluster, &cluster_spec::port_file>,
+          "the head writes its port here once listening")
+    .shown_default("none")
+    // -- pipeline
+    .section("pipeline")
+    .integer("seed", pipe_at<&P::source, &source_spec::seed>, 0, i64_max,
+             "seed of every random draw (images, sigmas, shuffles)")
+    .integer("dataset-size", pipe_at<&P::source, &source_spec::dataset_size>, 1,
+             i64_max,
+             "sample ids 0..N-1; with a real source, a fixed subset of N "
+             "samples")
+    .integer("batch-size", pipe_at<&P::source, &source_spec::batch_size>, 1,
+             65536, "samples per batch")
+    .integer("epochs", pipe_at<&P::source, &source_spec::epochs>, 1, 1000000,
+             "passes over the dataset")
+    .boolean("shuffle", pipe_at<&P::source, &source_spec::shuffle>,
+             "a new order each epoch, from (seed, epoch)")
+    .integer("height", pipe_at<&P::synthetic, &synthetic_spec::height>, 1,
+             16384, "synthetic image height")
+    .integer("width", pipe_at<&P::synthetic, &synthetic_spec::width>, 1, 16384,
+             "synthetic image width")
+    .integer("channels", pipe_at<&P::synthetic, &synthetic_spec::channels>, 1,
+             4, "synthetic image channels")
+    .integer("num-classes",
+             pipe_at<&P::synthetic, &synthetic_spec::num_classes>, 1, 1000000,
+             "the label of synthetic sample i is i % num-classes")
+    .integer("blur-repeat", pipe_at<&P::blur, &blur_params::repeat>, 0, 1000,
+             "GaussianBlur calls per image (0: ToTensor only)")
+    .integer("blur-kernel", pipe_at<&P::blur, &blur_params::kernel_size>, 1, 99,
+             "the blur's kernel size, odd")
+    .choice("blur-impl", pipe_at<&P::blur, &blur_params::impl>,
+            "the CPU blur: stoker (the hand-written chain), opencv "
+            "(sepFilter2D), auto (stoker where the CPU has AVX2 or AVX-512)")
+    .choice("blur-isa", pipe_at<&P::blur, &blur_params::isa>,
+            "the chain's instruction set (auto: the widest the CPU runs)")
+    .real("sigma-min", pipe_at<&P::blur, &blur_params::sigma_min>, 1e-3, 100.0,
+          "the smallest sigma drawn")
+    .real("sigma-max", pipe_at<&P::blur, &blur_params::sigma_max>, 1e-3, 100.0,
+          "the largest sigma drawn")
+    .choice("placement", pipe_at<&P::router, &router_spec::placement>,
+            "where the blur stage runs: the workers (cpu), the trainer's "
+            "GPU (gpu) or a share the router moves (auto)")
+    .entry("source", pipe_at<&P::data, &data_spec::source>,
+           "a registered source: synthetic, idx, image-folder or one of the "
+           "node's own")
+    .text("data", pipe_at<&P::data, &data_spec::data>,
+          "idx: the directory of the IDX files; image-folder: the training "
+          "folder")
+    .text("eval-data", pipe_at<&P::data, &data_spec::eval_data>,
+          "image-folder: the test folder")
+    .integer("eval-size", pipe_at<&P::data, &data_spec::eval_limit>, 0, i64_max,
+             "evaluate on a fixed subset of this many test samples; 0 = all")
+    .entries("transforms", pipe_at<&P::data, &data_spec::transforms>,
+             "the chain each training sample goes through on a worker")
+    .entries("eval-transforms", pipe_at<&P::data, &data_spec::eval_transforms>,
+             "the chain for test samples")
+    .shown_default("the transforms without augmentation")
+    // -- router
+    .section("router")
+    .choice("policy", pipe_at<&P::router, &router_spec::policy>,
+            "how the router picks a worker for each batch")
+    .integer("window", pipe_at<&P::router, &router_spec::window>, 1, 100000,
+             "batches in flight per trainer at the start; adapts from there")
+    .integer("max-inflight-bytes",
+             pipe_at<&P::router, &router_spec::max_inflight_bytes>, 1, i64_max,
+             "the window's ceiling, in bytes of batches")
+    .real("idle-target", pipe_at<&P::router, &router_spec::idle_target>, 0.0,
+          1.0, "trainer idle fraction above which the window widens")
+    .duration("report-interval",
+              pipe_at<&P::router, &router_spec::report_interval>,
+              "how often workers report between items")
+    .real("hedge-factor", pipe_at<&P::router, &router_spec::hedge_factor>, 0.0,
+          1000.0,
+          "lease a batch this many times older than the median to a second "
+          "worker; 0 = off, else at least 1.5")
+    // -- worker
+    .section("worker")
+    .integer("count", node_at<&N::workers>, 0, 4096,
+             "CPU workers; 0 = one per core")
+    .real("slowdown", node_at<&N::slowdown>, 1.0, 1000.0,
+          "FOR BENCHMARKS AND TESTS: do the transform work this many times")
+    // -- transport
+    .section("transport")
+    .choice("dtype", pipe_at<&P::transport, &transport_spec::wire>,
+            "images between worker and trainer (16 bits: half the bytes)")
+    .boolean("batch-stream",
+             pipe_at<&P::transport, &transport_spec::batch_stream>,
+             "batches between nodes on a direct TCP stream, not as CAF "
+             "messages")
+    // -- trainer: each trainer node's own device, threads and checkpoints
+    .section("trainer")
+    .choice("device", node_at<&N::trainer, &trainer_local_spec::device>,
+            "where the trainer steps (auto: CUDA if LibTorch sees one, else "
+            "CPU; sim: a simulated accelerator)")
+    .integer("threads", node_at<&N::trainer, &trainer_local_spec::threads>, 0,
+             4096, "LibTorch intra-op threads; 0 = LibTorch's default")
+    .text("checkpoint-dir",
+          node_at<&N::trainer, &trainer_local_spec::checkpoint_dir>,
+          "where the trainer saves checkpoints; empty = none")
+    .integer("checkpoint-every",
+             node_at<&N::trainer, &trainer_local_spec::checkpoint_every>, 1,
+             u32_max, "steps between checkpoints")
+    // -- trainer: how every trainer trains (the head's)
+    .integer("sim-step-ms", pipe_at<&P::trainer, &trainer_spec::sim_step_ms>, 0,
+             3600000, "step time of the simulated accelerator, ms")
+    .integer("log-every", pipe_at<&P::trainer, &trainer_spec::log_every>, 1,
+             u32_max, "steps between progress lines")
+    .integer("prefetch", pipe_at<&P::trainer, &trainer_spec::prefetch>, 1,
+             100000,
+             "batches always in flight to the trainer: the window's floor")
+    .entry("model", pipe_at<&P::trainer, &trainer_spec::model_entry>,
+           "a registered model: vit, cnn or one of the node's own")
+    .choice("optimizer", pipe_at<&P::trainer, &trainer_spec::optimizer>,
+            "the optimizer (sgd with trainer.momentum, or adamw)")
+    .real("lr", pipe_at<&P::trainer, &trainer_spec::lr>, 0.0, 1e3,
+          "the learning rate")
+    .real("momentum", pipe_at<&P::trainer, &trainer_spec::momentum>, 0.0, 1.0,
+          "SGD's momentum")
+    .real("weight-decay", pipe_at<&P::trainer, &trainer_spec::weight_decay>,
+          0.0, 10.0, "the optimizer's weight decay")
+    .choice("lr-schedule", pipe_at<&P::trainer, &trainer_spec::schedule>,
+            "constant, or cosine down to 0 over the run")
+    .boolean("eval", pipe_at<&P::data, &data_spec::eval>,
+             "evaluate on the test split after each epoch")
+    // -- model: the ViT's sizes
+    .section("model")
+    .integer("patch-size",
+             pipe_at<&P::trainer, &trainer_spec::model, &vit_spec::patch_size>,
+             1, 4096, "ViT patch size (must divide the image size)")
+    .integer("width",
+             pipe_at<&P::trainer, &trainer_spec::model, &vit_spec::width>, 1,
+             65536, "ViT embedding width")
+    .integer("depth",
+             pipe_at<&P::trainer, &trainer_spec::model, &vit_spec::depth>, 1,
+             1000, "ViT blocks")
+    .integer("heads",
+             pipe_at<&P::trainer, &trainer_spec::model, &vit_spec::heads>, 1,
+             1024, "attention heads (must divide the width)")
+    .integer("mlp-dim",
+             pipe_at<&P::trainer, &trainer_spec::model, &vit_spec::mlp_dim>, 1,
+             1 << 20, "ViT MLP hidden size");
+  return t;
+}
+
+} // namespace
+
+std::string option_decl::section() const {
+  auto dot = name.find('.');
+  return dot == std::string::npos ? "global" : name.substr(0, dot);
+}
+
+std::string option_decl::key() const {
+  auto dot = name.find('.');
+  return dot == std::string::npos ? name : name.substr(dot + 1);
+}
+
+std::string option_decl::description() const {
+  return help + " [" + values + "; default " + default_text + "]";
+}
+
+const std::vector<option_decl>& option_table() {
+  static const std::vector<option_decl> table = make_table();
+  return table;
+}
+
+const option_decl* find_option(std::string_view name) {
+  auto& t = option_table();
+  auto i = std::find_if(t.begin(), t.end(),
+                        [&](const option_decl& d) { return d.name == name; });
+  return i == t.end() ? nullptr : &*i;
+}
+
+void declare_options(caf::config_option_set& set) {
+  for (auto& d : option_table())
+    d.declare(set, d.description());
+}
+
+} // namespace stoker

@@ -1,0 +1,92 @@
+#include "node/prepare_run.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <thread>
+
+#include <unistd.h>
+
+#include "stoker/errors.hpp"
+#include "stoker/registry.hpp"
+#include "data/resolve.hpp"
+#include "kernels/blur.hpp"
+
+namespace stoker {
+
+namespace {
+
+void complete_node(node_options& node) {
+  if (node.name.empty())
+    node.name = to_string(node.role) + "-" + std::to_string(::getpid());
+  if (node.host.empty()) {
+    char hostname[256] = "localhost";
+    ::gethostname(hostname, sizeof(hostname) - 1);
+    node.host = hostname;
+  }
+  if (node.workers == 0)
+    node.workers = std::max(1u, std::thread::hardware_concurrency());
+}
+
+caf::error check_names(const pipeline_options& p, const registry& reg) {
+  if (auto err = reg.check_source(p.data.source))
+    return err;
+  for (auto [key, chain] :
+       {std::pair{"pipeline.transforms", &p.data.transforms},
+        std::pair{"pipeline.eval-transforms", &p.data.eval_transforms}})
+    for (auto& entry : *chain)
+      if (auto err = reg.check_transform(entry, key))
+        return err;
+  return reg.check_model(p.trainer.model_entry);
+}
+
+// The model's own check, once the data says what it will see.
+caf::error check_model(const pipeline_options& p, const registry& reg) {
+  auto def = reg.model(p.trainer.model_entry.name);
+  if (def == nullptr || !def->check)
+    return caf::none;
+  try {
+    return def->check(p.trainer.model_entry, p.trainer);
+  } catch (const std::exception& e) {
+    return make_error(errc::invalid_config,
+                      "trainer.model = \"" + p.trainer.model_entry.text
+                        + "\": its check threw: " + e.what());
+  }
+}
+
+} // namespace
+
+caf::error prepare_run(run_config& cfg, const registry& reg) {
+  complete_node(cfg.node);
+  auto& p = cfg.pipeline;
+  // A worker node checks its own CPU when it opens the blur stage.
+  if (auto choice = resolve_blur(p.blur);
+      !choice
+      && (p.blur.impl == blur_impl::opencv || cfg.node.role == role_kind::local))
+    return std::move(choice.error());
+  if (auto err = check_names(p, reg))
+    return err;
+  // The head and a local run look at the data (a synthetic source has no
+  // files to look at); other roles get what they found from the head.
+  bool looks = cfg.node.role == role_kind::head
+               || cfg.node.role == role_kind::local
+               || p.data.source.name == "synthetic";
+  if (looks)
+    if (auto err = resolve_data(p.data, p.source, p.synthetic, reg))
+      return err;
+  p.trainer.total_steps = (p.source.dataset_size + p.source.batch_size - 1)
+                          / p.source.batch_size * p.source.epochs;
+  auto& m = p.trainer.model;
+  m.image_height = p.data.output.height;
+  m.image_width = p.data.output.width;
+  m.channels = p.data.output.channels;
+  m.num_classes = p.data.num_classes;
+  if (looks && cfg.node.trainer.device != device_kind::sim)
+    if (auto err = check_model(p, reg))
+      return err;
+  p.kind = fused_synthetic(p.data) ? pipeline_kind::fused_blur
+                                   : pipeline_kind::transform_chain;
+  stamp_versions(p, reg); // what the head's nodes must have
+  return caf::none;
+}
+
+} // namespace stoker

@@ -1,0 +1,27 @@
+#pragma once
+
+// Between reading a config and running a role: what needs the registry,
+// the data and the machine.
+
+#include <caf/error.hpp>
+
+#include "stoker/options.hpp"
+
+namespace stoker {
+
+class registry;
+
+/// Completes a config read_run_config checked. For this node: its name
+/// (ROLE-PID unless node.name), its host (the hostname unless node.host),
+/// its worker count (its cores unless worker.count). For the pipeline:
+/// checks every source, transform and model it names against `reg`;
+/// where the data is looked at (the head, a local run, any node with the
+/// synthetic source) resolves it (sizes, classes, output shape) and checks
+/// the model against it; decides once how workers make batches
+/// (`pipeline_options::kind`); and stamps the registry's versions, which
+/// every node of the cluster must have. A local run (and any opencv
+/// blur) also checks the blur against this CPU. Errors
+/// (errc::invalid_config) name the key and what was expected.
+caf::error prepare_run(run_config& cfg, const registry& reg);
+
+} // namespace stoker

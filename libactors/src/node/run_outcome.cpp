@@ -1,0 +1,134 @@
+#include "node/run_outcome.hpp"
+
+#include <iomanip>
+#include <iostream>
+
+#include "stoker/errors.hpp"
+#include "core/peak_rss.hpp"
+#include "kernels/cuda_devices.hpp"
+
+namespace stoker {
+
+caf::expected<run_report>
+collect_report(caf::scoped_actor& self, const router_summary& summary,
+               const trainer_actor& trainer,
+               const std::vector<worker_actor>& workers) {
+  caf::error failure;
+  trainer_stats tstats;
+  std::vector<worker_stats> wstats;
+  self->request(trainer, caf::infinite, stats_atom::value)
+    .receive([&](trainer_stats& s) { tstats = std::move(s); },
+             [&](caf::error& err) { failure = std::move(err); });
+  // A worker the router lost (dead, or hung: it would never answer) has no
+  // stats to give; the report names it under lost_workers.
+  for (auto& w : workers)
+    self->request(w, std::chrono::seconds(2), stats_atom::value)
+      .receive([&](worker_stats& s) { wstats.push_back(std::move(s)); },
+               [&](caf::error&) {});
+  if (failure)
+    return failure;
+  return make_report(summary, tstats, wstats);
+}
+
+namespace {
+
+// The pipeline in one line: the source and the transforms.
+std::string pipeline_line(const pipeline_options& p) {
+  auto& d = p.data;
+  auto& o = d.output;
+  std::string shape = std::to_string(o.height) + "x" + std::to_string(o.width)
+                      + "x" + std::to_string(o.channels);
+  if (p.kind == pipeline_kind::fused_blur)
+    return "synthetic " + shape + ", " + std::to_string(p.blur.repeat)
+           + "x GaussianBlur(" + std::to_string(p.blur.kernel_size) + ")";
+  std::string out = d.source.text
+                    + (d.data.empty() ? "" : " " + d.data) + ", "
+                    + std::to_string(d.num_classes) + " classes, ";
+  for (size_t i = 0; i < d.transforms.size(); ++i)
+    out += (i == 0 ? "" : " -> ") + d.transforms[i].text;
+  out += " = " + shape;
+  if (d.eval)
+    out += "; eval on " + std::to_string(d.eval_size)
+           + " test samples after each epoch";
+  return out;
+}
+
+} // namespace
+
+void print_banner(const run_config& cfg) {
+  auto& p = cfg.pipeline;
+  std::cout << "stoker-node: role " << to_string(cfg.node.role) << ", node "
+            << cfg.node.name << ", config " << cfg.node.config_source
+            << "\n  dataset " << p.source.dataset_size << " samples x "
+            << p.source.epochs << " epoch(s), batch " << p.source.batch_size
+            << ": " << pipeline_line(p) << "\n  "
+            << (cfg.node.role == role_kind::head
+                  ? std::string{"workers on the nodes"}
+                  : std::to_string(cfg.node.workers) + " CPU worker(s)")
+            << ", router " << to_string(p.router.policy) << " (window "
+            << p.router.window << "), trainer " << p.trainer.model_entry.text
+            << " on " << to_string(cfg.node.trainer.device);
+  if (p.router.placement != blur_placement::cpu)
+    std::cout << ", blur placement " << to_string(p.router.placement);
+  auto cuda = probe_cuda_devices();
+  std::cout << "\n  CUDA runtime: " << cuda.count << " device(s)"
+            << (cuda.detail.empty() ? "" : ": " + cuda.detail) << std::endl;
+}
+
+int finish_run(const caf::expected<run_report>& report,
+               const run_config& cfg) {
+  if (!report) {
+    std::cerr << "stoker-node: run failed: " << describe(report.error())
+              << std::endl;
+    return 1;
+  }
+  auto& r = *report;
+  std::cout << std::fixed << std::setprecision(2) << "run: "
+            << r.samples_delivered << " samples in " << r.wall_s << " s ("
+            << r.throughput_sps << " samples/s), " << r.steps << " steps on "
+            << r.trainer_device
+            << (r.trainer_simulated ? " [simulated accelerator]" : "")
+            << ", accelerator idle "
+            << 100.0 * r.accelerator_idle_fraction << "%, missing "
+            << r.missing << ", duplicates " << r.duplicates << ", rejected "
+            << r.rejected_batches << std::endl;
+  for (auto& w : r.workers)
+    std::cout << "  " << w.name << ": " << w.batches << " batches, busy "
+              << 100.0 * w.busy_fraction << "%" << std::endl;
+  for (auto& name : r.lost_workers)
+    std::cout << "  " << name << ": lost during the run" << std::endl;
+  if (r.batches_released > 0)
+    std::cout << "  " << r.batches_released
+              << " batch(es) re-leased from lost workers" << std::endl;
+  std::cout << "  router: window " << r.window << " (ceiling " << r.window_max
+            << ", " << r.window_changes << " change(s)"
+            << (r.window_last_change.empty() ? ""
+                                             : "; last: " + r.window_last_change)
+            << "), hedged " << r.batches_hedged << ", copies dropped "
+            << r.dropped_copies << std::endl;
+  std::cout << "  peak RSS " << detail::peak_rss_bytes() / 1000000 << " MB"
+            << std::endl;
+  if (!cfg.node.report_path.empty()) {
+    if (auto err = write_report(r, cfg.node.report_path)) {
+      std::cerr << "stoker-node: " << describe(err) << std::endl;
+      return 1;
+    }
+    std::cout << "report written to " << cfg.node.report_path << std::endl;
+  }
+  if (!r.stopped_by.empty()) {
+    // Ended on purpose: what was trained was trained once; the rest was
+    // never leased.
+    std::cout << "run stopped early (" << r.stopped_by << "): "
+              << r.missing << " sample(s) not trained" << std::endl;
+    return r.duplicates == 0 ? 0 : 1;
+  }
+  if (!r.exactly_once()) {
+    std::cerr << "stoker-node: delivery was not exactly once"
+              << (r.first_error.empty() ? "" : ": " + r.first_error)
+              << std::endl;
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace stoker

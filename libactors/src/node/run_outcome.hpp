@@ -1,0 +1,33 @@
+#pragma once
+
+// How a run's outcome is collected and shown, for the local and head roles.
+
+#include <vector>
+
+#include <caf/expected.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "stoker/actors.hpp"
+#include "stoker/options.hpp"
+#include "core/run_report.hpp"
+
+namespace stoker {
+
+/// Asks the trainer and every worker for their counters and combines them
+/// with the router's summary. A worker that does not answer within 2 s (one
+/// the router lost) is left out. Blocks `self`.
+caf::expected<run_report>
+collect_report(caf::scoped_actor& self, const router_summary& summary,
+               const trainer_actor& trainer,
+               const std::vector<worker_actor>& workers);
+
+/// Prints the outcome of a run (or its error), writes the report if asked.
+/// Returns the process exit code: 0 when every sample was trained on
+/// exactly once, 1 otherwise.
+int finish_run(const caf::expected<run_report>& report,
+               const run_config& cfg);
+
+/// Prints what a node runs (one short block), for every role.
+void print_banner(const run_config& cfg);
+
+} // namespace stoker

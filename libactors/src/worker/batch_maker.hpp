@@ -1,0 +1,59 @@
+#pragma once
+
+// How a worker turns a work item into a batch, decided once per run
+// (pipeline_options::kind) instead of at every batch.
+
+#include <memory>
+
+#include <caf/expected.hpp>
+
+#include "stoker/dataset.hpp"
+#include "stoker/messages.hpp"
+#include "stoker/options.hpp"
+#include "transforms/transform_chain.hpp"
+
+namespace stoker {
+
+class registry;
+
+/// Makes the batches of one pipeline: the article's fused blur stage over
+/// synthetic images (pipeline_kind::fused_blur), or every sample read
+/// through the source and run through the transform chain
+/// (pipeline_kind::transform_chain). Opened once per node; its datasets
+/// and chains are shared by the node's workers, which call `make` from
+/// their own threads at once: immutable after open.
+class batch_maker {
+public:
+  /// Opens what `pipeline` reads (the splits through its source in `reg`,
+  /// the test split only when the run evaluates) and binds its chains; for
+  /// the fused stage, checks this CPU runs the blur asked for. Errors name
+  /// the path (open_dataset), the missing entry or the ISA.
+  static caf::expected<batch_maker> open(const pipeline_options& pipeline,
+                                         const registry& reg);
+
+  /// The float32 batch of `item` (CHW; HWC and unblurred when the item is
+  /// leased for the trainer's GPU blur). With `slowdown` > 1 the transform
+  /// work is done that many times and the extra results thrown away
+  /// (worker.slowdown: slow workers for benchmarks and tests). Throws
+  /// std::exception for a batch that cannot be made: the same item would
+  /// fail on any worker.
+  image_batch make(const work_item& item, double slowdown = 1.0) const;
+
+  pipeline_kind kind() const noexcept {
+    return pipeline_.kind;
+  }
+
+private:
+  batch_maker() = default;
+
+  image_batch fused(const work_item& item, double slowdown) const;
+  image_batch chain(const work_item& item, double slowdown) const;
+
+  pipeline_options pipeline_;
+  std::shared_ptr<const dataset> train_;
+  std::shared_ptr<const dataset> test_; ///< null unless the run evaluates
+  transform_chain train_chain_;
+  transform_chain test_chain_;
+};
+
+} // namespace stoker
