@@ -51,7 +51,7 @@ constexpr int window = 4; // batches in flight, as a trainer's prefetch
 caf::behavior sink(caf::event_based_actor*) {
   return {
     [](const stoker::image_batch& b) { return b.batch_id; },
-    [](stoker::ack_atom, uint64_t id) { return id; },
+    [](const stoker::batch_ack& ack) { return ack.batch_id; },
   };
 }
 
@@ -245,7 +245,9 @@ int main(int argc, char** argv) {
   constexpr int acks = 500;
   t0 = clock_type::now();
   for (int i = 0; i < acks; ++i) {
-    self->send(*remote, stoker::ack_atom::value, uint64_t(i));
+    stoker::batch_ack ack;
+    ack.batch_id = static_cast<uint64_t>(i);
+    self->send(*remote, ack);
     self->receive([](uint64_t) {});
   }
   double rtt_ms = seconds_since(t0) / acks * 1e3;

@@ -25,7 +25,7 @@ namespace stoker {
 
 // The typed interfaces of the pipeline. Each actor is a thin function over
 // a small state struct; the work it does lives in plain, unit-tested code
-// (epoch_source, map_synthetic, apply_blur_stage, routing_table,
+// (epoch_source, batch_maker, lease_book, routing_table, inflight_window,
 // step_engine). Messages flow:
 //
 //   router --next--> source           (router pulls work items)
@@ -38,9 +38,9 @@ namespace stoker {
 //   trainer --credit, hello--> router (here: its machine, the least it
 //                                      wants in flight, what it trained on
 //                                      before a restart)
-//   trainer --ack, id, wait, step, backlog--> router (consumed: the lease
-//                                   ends; how long it waited for data and
-//                                   how many batches wait in front of it)
+//   trainer --batch_ack--> router     (consumed: the lease ends; how long
+//                                      it waited for data and how many
+//                                      batches wait in front of it)
 
 /// Hands out work items in order. Replies with up to `n` items; an empty
 /// vector means every epoch has been handed out. Runs on the scheduler.
@@ -79,26 +79,82 @@ using worker_actor = caf::typed_actor<
   caf::reacts_to<batch_route>,
   caf::replies_to<stats_atom>::with<worker_stats>>;
 
+/// The console's steering of the router (its drain, undrain, pause,
+/// resume, shutdown and trace commands).
+enum class steer_verb : uint8_t {
+  drain = 1,   ///< no new work to `target` (a node's workers, or a worker)
+  undrain,     ///< work for `target` again
+  pause,       ///< no new leases; in-flight ones finish
+  resume,      ///< lease again
+  shutdown,    ///< no new leases; end the run once in-flight ones are acked
+  trace_start, ///< record a timeline to the file `target`
+  trace_stop,  ///< write it
+};
+
+template <>
+struct enum_names<steer_verb> {
+  static constexpr enum_name<steer_verb> table[] = {
+    {steer_verb::drain, "drain"},
+    {steer_verb::undrain, "undrain"},
+    {steer_verb::pause, "pause"},
+    {steer_verb::resume, "resume"},
+    {steer_verb::shutdown, "shutdown"},
+    {steer_verb::trace_start, "trace-start"},
+    {steer_verb::trace_stop, "trace-stop"}};
+};
+
+/// One steering command and whom it is for.
+struct steer_command {
+  steer_verb verb = steer_verb::pause;
+  std::string target; ///< drain, undrain: NODE or WORKER; trace-start: FILE
+};
+
+/// The console's `set router.policy POLICY`, checked by the console.
+struct policy_change {
+  routing_policy policy = routing_policy::least_loaded;
+};
+
+/// The console's `set router.window N`, checked by the console.
+struct window_change {
+  uint32_t size = 1; ///< 1..100000 (router.window's range)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, steer_command& x) {
+  return f(caf::meta::type_name("steer_command"), x.verb, x.target);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, policy_change& x) {
+  return f(caf::meta::type_name("policy_change"), x.policy);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, window_change& x) {
+  return f(caf::meta::type_name("window_change"), x.size);
+}
+
 /// Leases work items to workers (routing_table) and bounds what is in
 /// flight (inflight_window). `join` adds a worker named NAME on HOST;
-/// `credit` comes from the trainer; `tick` (to itself, every report
-/// interval) re-leases stragglers when hedging is on; `saved` (from a
-/// trainer that checkpoints) says every batch acked so far is in its
-/// checkpoint; `status` answers with what it knows now, `set` changes
-/// router.policy or router.window, `control` does drain/undrain NODE,
-/// pause, resume and shutdown (the console); `run` answers once
-/// every item has been acknowledged. Runs on the scheduler: it must answer
-/// in ms.
+/// `credit` comes from the trainer, a batch_ack for each batch it
+/// consumed; `tick` (to itself, every report interval) checks heartbeats
+/// and re-leases stragglers when hedging is on; `saved` (from a trainer
+/// that checkpoints) says every batch acked so far is in its checkpoint;
+/// `status` answers with what it knows now; a steer_command, a
+/// policy_change or a window_change come from the console; `run` answers
+/// once every item has been acknowledged. Runs on the scheduler: it must
+/// answer in ms.
 using router_actor = caf::typed_actor<
   caf::reacts_to<join_atom, worker_actor, std::string, std::string>,
   caf::reacts_to<credit_atom, trainer_actor, trainer_hello>,
-  caf::reacts_to<ack_atom, uint64_t, uint64_t, uint64_t, uint64_t>,
+  caf::reacts_to<batch_ack>,
   caf::reacts_to<done_atom, worker_actor, worker_report>,
   caf::reacts_to<tick_atom>,
   caf::reacts_to<saved_atom>,
   caf::replies_to<status_atom>::with<router_status>,
-  caf::replies_to<set_atom, std::string, std::string>::with<std::string>,
-  caf::replies_to<control_atom, std::string, std::string>::with<std::string>,
+  caf::replies_to<steer_command>::with<std::string>,
+  caf::replies_to<policy_change>::with<std::string>,
+  caf::replies_to<window_change>::with<std::string>,
   caf::replies_to<run_atom>::with<router_summary>>;
 
 // -- messages between the head and the other nodes --------------------------

@@ -42,17 +42,18 @@ std::optional<E> parse_enum(std::string_view name) {
   return std::nullopt;
 }
 
-/// The names quoted, for "expected ..." in an error: `"a", "b" or "c"`.
+/// The names for "expected ..." in an error, each in `quote`:
+/// `"a", "b" or "c"` (config values), or `a, b or c` (console words).
 template <class E>
-std::string enum_choices() {
+std::string enum_choices(std::string_view quote = "\"") {
   std::string out;
   constexpr auto n = std::size(enum_names<E>::table);
   for (size_t i = 0; i < n; ++i) {
     if (i > 0)
       out += i + 1 == n ? " or " : ", ";
-    out += '"';
+    out += quote;
     out += enum_names<E>::table[i].name;
-    out += '"';
+    out += quote;
   }
   return out;
 }

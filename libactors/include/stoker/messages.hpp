@@ -125,6 +125,16 @@ struct worker_report {
   uint64_t busy_total_ns = 0; ///< busy time so far
 };
 
+/// What a trainer tells the router about a batch it consumed (trained,
+/// evaluated, or rejected): the lease ends, and what the in-flight window
+/// adapts to.
+struct batch_ack {
+  uint64_t batch_id = 0;
+  uint64_t wait_ns = 0; ///< the trainer's idle time before it (data wait)
+  uint64_t step_ns = 0; ///< its step's busy time (0: rejected, not trained)
+  uint64_t backlog = 0; ///< batches waiting at the trainer after the step
+};
+
 /// What a trainer tells the router when it is ready: the least it wants
 /// in flight, the machine it is on, and (when it resumed from a
 /// checkpoint) the batches it trained on before, which the router skips.
@@ -249,6 +259,12 @@ typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_ack& x) {
+  return f(caf::meta::type_name("batch_ack"), x.batch_id, x.wait_ns,
+           x.step_ns, x.backlog);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_hello& x) {
   return f(caf::meta::type_name("trainer_hello"), x.prefetch, x.host,
            x.checkpoints, x.resumed, x.done_below, x.done_ids, x.gpu_blur);
@@ -301,15 +317,12 @@ typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
 using next_atom = caf::atom_constant<caf::atom("next")>;
 using join_atom = caf::atom_constant<caf::atom("join")>;
 using credit_atom = caf::atom_constant<caf::atom("credit")>;
-using ack_atom = caf::atom_constant<caf::atom("ack")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using saved_atom = caf::atom_constant<caf::atom("saved")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
-using set_atom = caf::atom_constant<caf::atom("set")>;
-using control_atom = caf::atom_constant<caf::atom("control")>;
 
 /// Registers every message type of this header (and the actor handles of
 /// actors.hpp) with `cfg`; call once before the actor system starts.

@@ -64,13 +64,6 @@ text_list_of(const std::string& name, const caf::config_value& v) {
   return bad_value(name, v, "a list of quoted strings, e.g. [\"a\", \"b\"]");
 }
 
-std::string list_text(const std::vector<std::string>& xs) {
-  std::string out = "[";
-  for (auto& x : xs)
-    out += (out.size() > 1 ? ", " : "") + quoted(x);
-  return out + "]";
-}
-
 // The member a key fills, as a path of member pointers from run_config:
 // node_at<&node_options::workers> or pipe_at<&pipeline_options::source,
 // &source_spec::batch_size>. The path's first step says the key's scope.

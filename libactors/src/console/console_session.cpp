@@ -1,7 +1,8 @@
 #include "console/console_session.hpp"
 
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include "stoker/errors.hpp"
@@ -305,6 +306,10 @@ console_reply console_session::execute(std::string_view line) {
   auto fail = [](const caf::error& err) {
     return console_reply{"error: " + describe(err) + "\n"};
   };
+  // A router's answer: its line, or its error.
+  auto reply = [&](const caf::expected<std::string>& answer) {
+    return answer ? console_reply{*answer + "\n"} : fail(answer.error());
+  };
   if (cmd->name.empty())
     return {};
   if (cmd->name == "help") {
@@ -341,23 +346,40 @@ console_reply console_session::execute(std::string_view line) {
     auto json = stats_json();
     return json ? console_reply{*json} : fail(json.error());
   }
-  if (cmd->name == "drain" || cmd->name == "undrain" || cmd->name == "pause"
-      || cmd->name == "resume" || cmd->name == "shutdown"
-      || cmd->name == "trace") {
-    auto what = cmd->name;
-    auto arg = cmd->args.empty() ? std::string{} : cmd->args[0];
-    if (what == "trace") { // trace start FILE | trace stop
-      what = "trace-" + cmd->args[0];
-      arg = cmd->args.size() > 1 ? cmd->args[1] : std::string{};
-    }
-    auto answer = ask<std::string>(self_, target_.router, control_atom::value, what,
-                                   arg);
-    return answer ? console_reply{*answer + "\n"} : fail(answer.error());
+  if (auto verb = parse_enum<steer_verb>(cmd->name)) { // drain ... shutdown
+    steer_command steer;
+    steer.verb = *verb;
+    steer.target = cmd->args.empty() ? std::string{} : cmd->args[0];
+    return reply(ask<std::string>(self_, target_.router, steer));
+  }
+  if (cmd->name == "trace") { // trace start FILE | trace stop
+    steer_command steer;
+    steer.verb = cmd->args[0] == "start" ? steer_verb::trace_start
+                                         : steer_verb::trace_stop;
+    steer.target = cmd->args.size() > 1 ? cmd->args[1] : std::string{};
+    return reply(ask<std::string>(self_, target_.router, steer));
   }
   if (cmd->name == "set") {
-    auto answer = ask<std::string>(self_, target_.router, set_atom::value,
-                                   cmd->args[0], cmd->args[1]);
-    return answer ? console_reply{*answer + "\n"} : fail(answer.error());
+    const auto& key = cmd->args[0];
+    const auto& value = cmd->args[1];
+    if (key == "router.policy") {
+      auto policy = parse_enum<routing_policy>(value);
+      if (!policy)
+        return fail(make_error(errc::invalid_config,
+                               "router.policy = " + value + ": expected "
+                                 + enum_choices<routing_policy>("")));
+      return reply(ask<std::string>(self_, target_.router,
+                                    policy_change{*policy}));
+    }
+    char* end = nullptr;
+    auto n = std::strtoul(value.c_str(), &end, 10); // router.window
+    if (value.empty() || *end != '\0' || n < 1 || n > 100000)
+      return fail(make_error(errc::invalid_config,
+                             "router.window = " + value
+                               + ": expected a whole number from 1 to "
+                                 "100000"));
+    return reply(ask<std::string>(self_, target_.router,
+                                  window_change{static_cast<uint32_t>(n)}));
   }
   return {"command '" + cmd->name + "' has no handler\n"};
 }

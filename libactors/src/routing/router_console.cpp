@@ -1,28 +1,22 @@
 #include <algorithm>
-#include <cstdlib>
 
 #include "stoker/errors.hpp"
 #include "routing/router_state.hpp"
+
+// What the console asks of the router and changes in it.
 
 namespace stoker::detail {
 
 router_status status_of(router_ptr self) {
   auto& s = self->state;
   router_status out;
-  out.summary = s.summary;
-  out.summary.policy = to_string(s.table.policy());
+  out.summary = s.current_summary();
   if (s.run_requested)
     out.summary.wall_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(
         clock_type::now() - s.run_started)
         .count());
-  if (s.window) {
-    out.summary.window = s.window->size();
-    out.summary.window_max = s.window->max();
-    out.summary.window_changes = s.window->changes();
-    out.summary.window_last_change = s.window->last_change();
-  }
-  out.in_flight = s.leases.size();
+  out.in_flight = s.book.in_flight();
   out.batch_bytes = s.limits.batch_bytes;
   out.trainer_present = static_cast<bool>(s.trainer);
   out.paused = s.paused;
@@ -30,10 +24,10 @@ router_status status_of(router_ptr self) {
   if (s.trainer)
     out.trainer_heard_ms_ago = static_cast<int64_t>(
       (now - std::min(now, s.trainer_heard_ns)) / 1000000);
-  auto samples = s.pending.empty()
+  auto next = s.book.front_pending();
+  auto samples = next == nullptr
                    ? uint32_t{0}
-                   : static_cast<uint32_t>(
-                     s.pending.front().sample_ids.size());
+                   : static_cast<uint32_t>(next->sample_ids.size());
   for (size_t i = 0; i < s.table.workers().size(); ++i) {
     auto& w = s.table.workers()[i];
     worker_status ws;
@@ -54,93 +48,78 @@ router_status status_of(router_ptr self) {
   return out;
 }
 
-caf::result<std::string> set_option(router_ptr self, const std::string& key,
-                                  const std::string& value) {
+std::string set_policy(router_ptr self, const policy_change& change) {
   auto& s = self->state;
-  if (key == "router.policy") {
-    auto p = parse_enum<routing_policy>(value);
-    if (!p)
-      return make_error(errc::invalid_config,
-                        "router.policy = " + value
-                          + ": expected least-loaded, round-robin, "
-                            "local-only or power-of-two");
-    s.table.set_policy(*p);
-    s.summary.policy = to_string(*p);
-    dispatch(self);
-    return "router.policy is now " + value;
-  }
-  if (key == "router.window") {
-    char* end = nullptr;
-    auto n = std::strtoul(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || n < 1 || n > 100000)
-      return make_error(errc::invalid_config,
-                        "router.window = " + value
-                          + ": expected a whole number from 1 to 100000");
-    s.limits.initial = static_cast<uint32_t>(n);
-    if (!s.window)
-      return "router.window will start at " + value;
-    auto took = s.window->set_size(static_cast<uint32_t>(n),
-                                   "set from the console");
-    dispatch(self);
-    return "router.window is now " + std::to_string(took)
-           + (took != n ? " (clamped to [trainer.prefetch, "
-                          "router.max-inflight-bytes])"
-                        : "");
-  }
-  return make_error(errc::invalid_config,
-                    "cannot set '" + key
-                      + "'; expected router.policy or router.window");
+  s.table.set_policy(change.policy);
+  dispatch(self);
+  return "router.policy is now " + to_string(change.policy);
 }
 
-caf::result<std::string> control(router_ptr self, const std::string& what,
-                               const std::string& arg) {
+std::string set_window(router_ptr self, const window_change& change) {
   auto& s = self->state;
-  auto in_flight = std::to_string(s.leases.size()) + " batch(es) in flight";
-  if (what == "drain" || what == "undrain") {
-    auto n = s.table.set_draining(arg, what == "drain");
-    if (n == 0)
-      return make_error(errc::invalid_config,
-                        "no live worker on node '" + arg
-                          + "' nor named so; see nodes and router");
-    dispatch(self);
-    bool one = std::any_of(s.table.workers().begin(), s.table.workers().end(),
-                           [&](auto& w) { return w.name == arg; });
-    return (what == "drain" ? "draining " : "undrained ")
-           + (one ? "worker '" + arg + "'"
-                  : std::to_string(n) + " worker(s) of node '" + arg + "'");
-  }
-  if (what == "pause") {
-    s.paused = true;
-    return "paused: no new leases; " + in_flight + " finish";
-  }
-  if (what == "resume") {
-    s.paused = false;
-    dispatch(self);
-    return std::string{"resumed"};
-  }
-  if (what == "trace-start") {
-    if (s.trace)
-      return make_error(errc::invalid_config,
-                        "a trace is already being recorded to "
-                          + s.trace_path + "; trace stop first");
-    s.trace.emplace();
-    s.trace_path = arg;
-    return "recording a trace to " + arg + " (trace stop writes it)";
-  }
-  if (what == "trace-stop") {
-    auto done = finish_trace(self);
-    if (!done)
-      return std::move(done.error());
-    return *done;
-  }
-  if (what == "shutdown") {
-    s.stopping = "shutdown from the console";
-    maybe_finish(self);
-    return "stopping: no new leases; the head reports once the "
-           + in_flight + " are acknowledged";
+  auto n = change.size;
+  s.limits.initial = n;
+  if (!s.window)
+    return "router.window will start at " + std::to_string(n);
+  auto took = s.window->set_size(n, "set from the console");
+  dispatch(self);
+  return "router.window is now " + std::to_string(took)
+         + (took != n ? " (clamped to [trainer.prefetch, "
+                        "router.max-inflight-bytes])"
+                      : "");
+}
+
+caf::result<std::string> steer(router_ptr self, const steer_command& cmd) {
+  auto& s = self->state;
+  auto in_flight = std::to_string(s.book.in_flight()) + " batch(es) in flight";
+  switch (cmd.verb) {
+    case steer_verb::drain:
+    case steer_verb::undrain: {
+      bool drain = cmd.verb == steer_verb::drain;
+      auto n = s.table.set_draining(cmd.target, drain);
+      if (n == 0)
+        return make_error(errc::invalid_config,
+                          "no live worker on node '" + cmd.target
+                            + "' nor named so; see nodes and router");
+      dispatch(self);
+      bool one = std::any_of(s.table.workers().begin(),
+                             s.table.workers().end(),
+                             [&](auto& w) { return w.name == cmd.target; });
+      return (drain ? "draining " : "undrained ")
+             + (one ? "worker '" + cmd.target + "'"
+                    : std::to_string(n) + " worker(s) of node '" + cmd.target
+                        + "'");
+    }
+    case steer_verb::pause:
+      s.paused = true;
+      return "paused: no new leases; " + in_flight + " finish";
+    case steer_verb::resume:
+      s.paused = false;
+      dispatch(self);
+      return std::string{"resumed"};
+    case steer_verb::trace_start:
+      if (s.trace)
+        return make_error(errc::invalid_config,
+                          "a trace is already being recorded to "
+                            + s.trace_path + "; trace stop first");
+      s.trace.emplace();
+      s.trace_path = cmd.target;
+      return "recording a trace to " + cmd.target
+             + " (trace stop writes it)";
+    case steer_verb::trace_stop: {
+      auto done = finish_trace(self);
+      if (!done)
+        return std::move(done.error());
+      return *done;
+    }
+    case steer_verb::shutdown:
+      s.stopping = "shutdown from the console";
+      maybe_finish(self);
+      return "stopping: no new leases; the head reports once the "
+             + in_flight + " are acknowledged";
   }
   return make_error(errc::invalid_config,
-                    "unknown control '" + what + "'");
+                    "unknown steering command " + to_string(cmd.verb));
 }
 
 caf::expected<std::string> finish_trace(router_ptr self) {

@@ -265,8 +265,12 @@ bool run_batch(trainer_ptr self, image_batch& batch,
   s.stats.step_ns += step_ns;
   s.window_step_ns += step_ns;
   s.idle_since = end;
-  self->send(router, ack_atom::value, batch.batch_id, waited, step_ns,
-             backlog);
+  batch_ack ack;
+  ack.batch_id = batch.batch_id;
+  ack.wait_ns = waited;
+  ack.step_ns = step_ns;
+  ack.backlog = backlog;
+  self->send(router, ack);
   if (s.gate->finish(batch.epoch, batch.part,
                      batch.size() + batch.skipped_ids.size()))
     close_phase(self, batch.epoch, batch.part);
@@ -357,9 +361,11 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
         if (s.stats.first_error.empty())
           s.stats.first_error = describe(err);
         caf::aout(self) << "trainer: rejected " << describe(err) << std::endl;
-        self->send(router, ack_atom::value, batch.batch_id,
-                   account_wait(self, start), uint64_t{0},
-                   uint64_t{self->mailbox().size()});
+        batch_ack ack; // the lease ends: a copy would fail the same way
+        ack.batch_id = batch.batch_id;
+        ack.wait_ns = account_wait(self, start);
+        ack.backlog = self->mailbox().size();
+        self->send(router, ack);
         recycle(s, batch);
         s.idle_since = clock_type::now();
         return;

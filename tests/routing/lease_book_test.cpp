@@ -1,0 +1,258 @@
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <vector>
+
+#include "routing/lease_book.hpp"
+#include "routing/routing_table.hpp"
+
+using namespace stoker;
+
+namespace {
+
+constexpr uint64_t ms = 1'000'000;
+
+// Items with batch ids first..first+n-1, 4 samples each.
+std::vector<work_item> items(uint64_t first, uint64_t n) {
+  std::vector<work_item> out;
+  for (uint64_t i = first; i < first + n; ++i) {
+    work_item item;
+    item.batch_id = i;
+    item.sample_ids = {4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3};
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+routing_table table_of(size_t workers) {
+  routing_table t{routing_policy::least_loaded};
+  for (size_t w = 0; w < workers; ++w)
+    t.add_worker("w" + std::to_string(w));
+  return t;
+}
+
+std::vector<uint64_t> ids_of(const std::vector<lease_order>& orders) {
+  std::vector<uint64_t> out;
+  for (auto& o : orders)
+    out.push_back(o.item.batch_id);
+  return out;
+}
+
+using ids = std::vector<uint64_t>;
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(lease_book)
+
+BOOST_AUTO_TEST_CASE(leases_in_order_up_to_the_window_and_asks_for_more) {
+  stoker::lease_book book;
+  auto table = table_of(2);
+  auto first = book.lease(table, 4, 0);
+  BOOST_TEST(first.orders.empty());
+  BOOST_TEST(first.needs_items); // nothing pulled from the source yet
+  book.add_pending(items(0, 6));
+  auto leased = book.lease(table, 4, 0);
+  BOOST_TEST(ids_of(leased.orders) == (ids{0, 1, 2, 3}));
+  BOOST_TEST(!leased.needs_items); // the window is full
+  BOOST_TEST(book.in_flight() == 4u);
+  BOOST_TEST(book.pending() == 2u);
+  // Least-loaded spreads them over both workers.
+  BOOST_TEST(book.leased_to(0) == 2u);
+  BOOST_TEST(book.leased_to(1) == 2u);
+  BOOST_TEST(book.counters().leased == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(an_ack_ends_the_lease_and_a_second_one_is_ignored) {
+  stoker::lease_book book;
+  auto table = table_of(1);
+  book.add_pending(items(0, 2));
+  book.lease(table, 2, 10 * ms);
+  auto took = book.ack(1, 35 * ms);
+  BOOST_REQUIRE(took);
+  BOOST_TEST(*took == 25 * ms);
+  BOOST_TEST(!book.ack(1, 40 * ms)); // a second copy's answer
+  BOOST_TEST(!book.ack(7, 40 * ms)); // never leased
+  BOOST_TEST(book.in_flight() == 1u);
+  BOOST_TEST(book.counters().acked == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(done_only_once_the_source_is_done_and_every_item_acked) {
+  stoker::lease_book book;
+  auto table = table_of(1);
+  book.add_pending(items(0, 2));
+  book.lease(table, 8, 0);
+  BOOST_TEST(!book.done());
+  book.ack(0, 0);
+  book.ack(1, 0);
+  BOOST_TEST(!book.done()); // the source may have more
+  auto more = book.lease(table, 8, 0);
+  BOOST_TEST(more.needs_items);
+  book.add_pending({}); // it has none
+  BOOST_TEST(book.source_done());
+  BOOST_TEST(!book.lease(table, 8, 0).needs_items);
+  BOOST_TEST(book.done());
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_workers_batches_go_to_another_even_those_it_sent) {
+  stoker::lease_book book;
+  auto table = table_of(2);
+  book.add_pending(items(0, 4));
+  book.lease(table, 4, 0);
+  BOOST_REQUIRE(book.leased_to(0) == 2u);
+  // Worker 0 made and sent its batches, then died before the trainer
+  // acknowledged them: they are still leased, so they go to worker 1.
+  size_t held = 0;
+  auto relayed = book.lose_worker(0, table, 5 * ms, &held);
+  BOOST_TEST(held == 2u);
+  BOOST_TEST(relayed.size() == 2u);
+  for (auto& o : relayed)
+    BOOST_TEST(o.worker == 1u);
+  BOOST_TEST(!table.workers()[0].alive);
+  BOOST_TEST(book.leased_to(1) == 4u);
+  BOOST_TEST(book.in_flight() == 4u); // nothing lost
+  BOOST_TEST(book.counters().released == 2u);
+  // The dead worker's copy reaches the trainer first: the lease ends; the
+  // re-leased copy's answer is then a duplicate and ignored.
+  auto id = relayed.front().item.batch_id;
+  BOOST_TEST(static_cast<bool>(book.ack(id, 6 * ms)));
+  BOOST_TEST(!book.ack(id, 9 * ms));
+  // Losing it twice changes nothing.
+  BOOST_TEST(book.lose_worker(0, table, 10 * ms).empty());
+}
+
+BOOST_AUTO_TEST_CASE(with_no_live_worker_items_wait_as_orphans_for_one) {
+  stoker::lease_book book;
+  auto table = table_of(1);
+  book.add_pending(items(0, 3));
+  book.lease(table, 3, 0);
+  auto relayed = book.lose_worker(0, table, ms);
+  BOOST_TEST(relayed.empty()); // nobody to take them
+  BOOST_TEST(book.orphans() == 3u);
+  BOOST_TEST(book.in_flight() == 3u); // still leased: the window counts them
+  BOOST_TEST(!book.drained());
+  BOOST_TEST(book.lease(table, 8, ms).orders.empty());
+  BOOST_TEST(book.relay_orphans(table, ms).empty()); // still nobody
+  // One orphan's first copy arrives after all: it waits no more.
+  BOOST_TEST(static_cast<bool>(book.ack(1, 2 * ms)));
+  BOOST_TEST(book.orphans() == 2u);
+  // A worker joins: the orphans go to it, in batch order.
+  table.add_worker("late", "", 3 * ms);
+  auto taken = book.relay_orphans(table, 3 * ms);
+  BOOST_TEST(ids_of(taken) == (ids{0, 2}));
+  for (auto& o : taken)
+    BOOST_TEST(o.worker == 1u);
+  BOOST_TEST(book.orphans() == 0u);
+  BOOST_TEST(book.counters().released == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(hedging_leases_a_straggler_once_to_another_worker) {
+  stoker::lease_book book;
+  auto table = table_of(2);
+  book.add_pending(items(0, 8));
+  book.lease(table, 8, 0);
+  BOOST_TEST(book.hedge(table, 100 * ms, 3.0).empty()); // no history yet
+  for (uint64_t id = 0; id < 8; ++id)
+    book.ack(id, 10 * ms); // eight batches of 10 ms
+  book.add_pending(items(8, 2));
+  book.lease(table, 8, 20 * ms);
+  BOOST_TEST(book.hedge(table, 45 * ms, 3.0).empty()); // 25 ms: not late
+  auto hedged = book.hedge(table, 60 * ms, 3.0);       // 40 ms > 3 x 10
+  auto late = ids_of(hedged);
+  std::sort(late.begin(), late.end());
+  BOOST_TEST(late == (ids{8, 9}));
+  BOOST_TEST(book.counters().hedged == 2u);
+  BOOST_TEST(book.hedge(table, 90 * ms, 3.0).empty()); // once per batch
+  BOOST_TEST(book.hedge(table, 90 * ms, 0.0).empty()); // off
+  // Either copy ends the lease; the other's answer is ignored.
+  BOOST_TEST(static_cast<bool>(book.ack(8, 95 * ms)));
+  BOOST_TEST(!book.ack(8, 96 * ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_hedged_copy_goes_to_a_worker_other_than_the_first) {
+  stoker::lease_book book;
+  auto table = table_of(2);
+  book.add_pending(items(0, 8));
+  book.lease(table, 8, 0);
+  for (uint64_t id = 0; id < 8; ++id)
+    book.ack(id, 10 * ms);
+  book.add_pending(items(8, 1));
+  auto first = book.lease(table, 1, 20 * ms);
+  BOOST_REQUIRE(first.orders.size() == 1u);
+  auto hedged = book.hedge(table, 100 * ms, 2.0);
+  BOOST_REQUIRE(hedged.size() == 1u);
+  BOOST_TEST(hedged[0].worker != first.orders[0].worker);
+}
+
+BOOST_AUTO_TEST_CASE(a_trainer_without_checkpoints_lost_changes_nothing) {
+  stoker::lease_book book;
+  auto table = table_of(1);
+  book.trainer_joined(false, 0, {});
+  book.add_pending(items(0, 3));
+  book.lease(table, 2, 0);
+  BOOST_TEST(book.lose_trainer(ms) == 0u); // the caller fails the run
+  BOOST_TEST(!book.trainer_lost_at());
+  BOOST_TEST(book.in_flight() == 2u);
+  BOOST_TEST(book.pending() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_trainer_with_checkpoints_gets_back_all_it_did_not_save) {
+  stoker::lease_book book;
+  auto table = table_of(2);
+  book.trainer_joined(true, 0, {});
+  book.add_pending(items(0, 8));
+  book.lease(table, 6, 0);
+  book.ack(0, ms);
+  book.ack(1, ms);
+  book.saved(); // its checkpoint holds 0 and 1
+  book.ack(2, 2 * ms);
+  BOOST_TEST(book.unsaved() == 1u);
+  book.lose_worker(1, table, 2 * ms); // some leases move meanwhile
+  // The trainer dies: 2 (acked, unsaved) and 3..5 (leased) come back to
+  // the front of the queue, in batch order, before 6 and 7.
+  BOOST_TEST(book.lose_trainer(3 * ms) == 4u);
+  BOOST_TEST(book.trainer_lost_at().value_or(0) == 3 * ms);
+  BOOST_TEST(book.in_flight() == 0u);
+  BOOST_TEST(book.unsaved() == 0u);
+  BOOST_TEST(book.pending() == 6u);
+  BOOST_TEST(book.front_pending()->batch_id == 2u);
+  BOOST_TEST(!book.done());
+  // Nothing moves until a trainer is back.
+  BOOST_TEST(book.lease(table, 8, 4 * ms).orders.empty());
+  book.trainer_joined(true, 2, {}); // it resumed from the checkpoint
+  auto leased = book.lease(table, 8, 5 * ms);
+  BOOST_TEST(ids_of(leased.orders) == (ids{2, 3, 4, 5, 6, 7}));
+}
+
+BOOST_AUTO_TEST_CASE(a_resumed_trainers_batches_are_never_leased_again) {
+  stoker::lease_book book;
+  auto table = table_of(1);
+  // Restarted with --resume: it trained on 0..4 and 7 before.
+  book.trainer_joined(true, 5, {7});
+  book.add_pending(items(0, 10));
+  auto leased = book.lease(table, 10, 0);
+  BOOST_TEST(ids_of(leased.orders) == (ids{5, 6, 8, 9}));
+  BOOST_TEST(book.counters().resumed == 6u);
+  BOOST_TEST(book.counters().leased == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(leases_marked_for_the_trainers_gpu_are_counted) {
+  stoker::lease_book book;
+  auto table = table_of(1);
+  book.add_pending(items(0, 4));
+  bool every_other = false;
+  auto leased = book.lease(table, 4, 0, [&] {
+    every_other = !every_other;
+    return every_other;
+  });
+  BOOST_REQUIRE(leased.orders.size() == 4u);
+  BOOST_TEST(leased.orders[0].item.blur_on_trainer);
+  BOOST_TEST(!leased.orders[1].item.blur_on_trainer);
+  BOOST_TEST(book.counters().gpu_blur == 2u);
+  // A re-leased item keeps its mark.
+  table.add_worker("w1");
+  auto relayed = book.lose_worker(0, table, ms);
+  BOOST_REQUIRE(relayed.size() == 4u);
+  BOOST_TEST(relayed[0].item.blur_on_trainer);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
