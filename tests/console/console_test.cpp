@@ -287,31 +287,24 @@ BOOST_AUTO_TEST_CASE(a_console_beyond_loopback_needs_a_token) {
 }
 
 BOOST_AUTO_TEST_CASE(the_tcp_console_inspects_and_steers_a_running_head) {
-  auto port_file = tmp_path("console.port");
   auto report = tmp_path("console.json");
-  std::remove(port_file.c_str());
   auto console_port = free_port();
-  auto head = start_node(
-    with_small({"--role=head", "--cluster.port=0",
-                "--cluster.port-file=" + port_file,
-                "--console.port=" + std::to_string(console_port),
+  auto head_node = start_head(
+    "console",
+    with_small({"--console.port=" + std::to_string(console_port),
                 "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
                 "--pipeline.dataset-size=6400", "--pipeline.batch-size=16",
-                "--trainer.sim-step-ms=10", "--report=" + report}),
-    tmp_path("console-head.log"));
-  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
+                "--trainer.sim-step-ms=10", "--report=" + report}));
+  auto& head = head_node.proc;
   console_client console{console_port};
   auto ask = [&](const std::string& line) { return console.ask(line); };
   auto has = [](const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
   };
   BOOST_TEST(has(ask(""), "stoker console"));
-  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
-                                             read_file(port_file)));
-  auto trainer = start_node(with_small({"--role=trainer", "--node.name=t-0", at}),
-                            tmp_path("console-t0.log"));
-  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
-                           tmp_path("console-wa.log"));
+  auto trainer = start_member(head_node.at, "console", "trainer", "t-0",
+                              with_small({}));
+  auto worker = start_member(head_node.at, "console", "worker", "w-a");
   BOOST_REQUIRE(wait_for_text(head.log, "running", 30s));
   auto nodes = ask("nodes");
   BOOST_TEST(has(nodes, "t-0"), nodes);
@@ -364,29 +357,21 @@ BOOST_AUTO_TEST_CASE(the_tcp_console_inspects_and_steers_a_running_head) {
              json);
   BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
   std::remove(report.c_str());
-  std::remove(port_file.c_str());
 }
 
 BOOST_AUTO_TEST_CASE(shutdown_from_the_console_ends_the_run_cleanly) {
-  auto port_file = tmp_path("stop.port");
   auto report = tmp_path("stop.json");
-  std::remove(port_file.c_str());
   auto console_port = free_port();
-  auto head = start_node(
-    with_small({"--role=head", "--cluster.port=0",
-                "--cluster.port-file=" + port_file,
-                "--console.port=" + std::to_string(console_port),
+  auto head_node = start_head(
+    "stop",
+    with_small({"--console.port=" + std::to_string(console_port),
                 "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
                 "--pipeline.dataset-size=64000", "--pipeline.batch-size=16",
-                "--trainer.sim-step-ms=10", "--report=" + report}),
-    tmp_path("stop-head.log"));
-  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
-  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
-                                             read_file(port_file)));
-  auto trainer = start_node(with_small({"--role=trainer", "--node.name=t-0", at}),
-                            tmp_path("stop-t0.log"));
-  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
-                           tmp_path("stop-wa.log"));
+                "--trainer.sim-step-ms=10", "--report=" + report}));
+  auto& head = head_node.proc;
+  auto trainer = start_member(head_node.at, "stop", "trainer", "t-0",
+                              with_small({}));
+  auto worker = start_member(head_node.at, "stop", "worker", "w-a");
   BOOST_REQUIRE(wait_for_text(head.log, "running", 30s));
   console_client console{console_port};
   console.ask("");
@@ -405,7 +390,6 @@ BOOST_AUTO_TEST_CASE(shutdown_from_the_console_ends_the_run_cleanly) {
   BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
   BOOST_TEST(json.find("\"missing\": 0,") == std::string::npos); // early
   std::remove(report.c_str());
-  std::remove(port_file.c_str());
 }
 
 BOOST_AUTO_TEST_CASE(the_terminal_console_edits_completes_and_steers_a_run) {
@@ -465,11 +449,8 @@ BOOST_AUTO_TEST_CASE(the_heads_terminal_console_detaches_and_the_run_goes_on) {
   BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
   auto at = "--cluster.head=127.0.0.1:"
             + std::to_string(std::stoi(read_file(port_file)));
-  auto trainer = start_node(with_small({"--role=trainer", "--node.name=t-0",
-                                        at}),
-                            tmp_path("pty-t0.log"));
-  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
-                           tmp_path("pty-wa.log"));
+  auto trainer = start_member(at, "pty", "trainer", "t-0", with_small({}));
+  auto worker = start_member(at, "pty", "worker", "w-a");
   BOOST_REQUIRE(!head.expect("head: 2 node(s) joined, running").empty());
   std::this_thread::sleep_for(300ms); // a few reports and acks
   head.type("nodes\r");

@@ -16,9 +16,7 @@ namespace {
 // bottleneck. Returns the JSON run report.
 std::string run_fast_and_slow(const std::string& tag,
                               std::vector<std::string> head_args) {
-  auto port_file = tmp_path(tag + ".port");
   auto report = tmp_path(tag + ".json");
-  std::remove(port_file.c_str());
   const std::vector<std::string> shape = {"--pipeline.height=96",
                                           "--pipeline.width=96",
                                           "--trainer.device=sim",
@@ -28,32 +26,22 @@ std::string run_fast_and_slow(const std::string& tag,
     return args;
   };
   std::vector<std::string> args = {
-    "--role=head", "--cluster.port=0", "--cluster.port-file=" + port_file,
     "--cluster.nodes=[\"t-0:trainer\", \"fast:worker:1\", "
     "\"slow:worker:1\"]",
     "--pipeline.dataset-size=1600", "--pipeline.batch-size=16",
     "--report=" + report};
   args.insert(args.end(), head_args.begin(), head_args.end());
-  auto head = start_node(with_shape(args), tmp_path(tag + "-head.log"));
-  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
-  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
-                                             read_file(port_file)));
-  auto trainer = start_node(with_shape({"--role=trainer", "--node.name=t-0",
-                                        at}),
-                            tmp_path(tag + "-t0.log"));
-  auto fast = start_node({"--role=worker", "--node.name=fast",
-                          "--worker.count=1", at},
-                         tmp_path(tag + "-fast.log"));
-  auto slow = start_node({"--role=worker", "--node.name=slow",
-                          "--worker.count=1", "--worker.slowdown=4", at},
-                         tmp_path(tag + "-slow.log"));
-  BOOST_TEST(wait_exit(head, 120s) == 0);
+  auto head = start_head(tag, with_shape(args));
+  auto trainer = start_member(head.at, tag, "trainer", "t-0", with_shape({}));
+  auto fast = start_member(head.at, tag, "worker", "fast", {"--worker.count=1"});
+  auto slow = start_member(head.at, tag, "worker", "slow",
+                           {"--worker.count=1", "--worker.slowdown=4"});
+  BOOST_TEST(wait_exit(head.proc, 120s) == 0);
   for (auto* c : {&trainer, &fast, &slow})
     BOOST_TEST(wait_exit(*c, 20s) == 0);
-  BOOST_TEST_MESSAGE(read_file(head.log));
+  BOOST_TEST_MESSAGE(read_file(head.proc.log));
   auto json = read_file(report);
   std::remove(report.c_str());
-  std::remove(port_file.c_str());
   return json;
 }
 
@@ -122,63 +110,43 @@ BOOST_AUTO_TEST_CASE(launched_cluster_delivers_every_sample_once) {
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_joining_late_still_receives_work) {
-  auto port_file = tmp_path("late.port");
   auto report = tmp_path("late.json");
-  std::remove(port_file.c_str());
-  auto head = start_node(
-    with_small({"--role=head", "--cluster.port=0",
-                "--cluster.port-file=" + port_file,
-                "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+  auto head = start_head(
+    "late",
+    with_small({"--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
                 "--pipeline.dataset-size=1600", "--pipeline.batch-size=16",
-                "--trainer.sim-step-ms=30", "--report=" + report}),
-    tmp_path("late-head.log"));
-  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
-  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
-                                             read_file(port_file)));
-  auto trainer = start_node(
-    with_small({"--role=trainer", "--node.name=t-0", at}),
-    tmp_path("late-t0.log"));
-  auto early = start_node({"--role=worker", "--node.name=w-a",
-                           "--worker.count=1", at},
-                          tmp_path("late-wa.log"));
-  BOOST_REQUIRE(wait_for_text(head.log, "running", 30s));
-  auto late = start_node({"--role=worker", "--node.name=w-b",
-                          "--worker.count=1", at},
-                         tmp_path("late-wb.log"));
-  BOOST_TEST(wait_exit(head, 120s) == 0);
+                "--trainer.sim-step-ms=30", "--report=" + report}));
+  auto trainer = start_member(head.at, "late", "trainer", "t-0", with_small({}));
+  auto early = start_member(head.at, "late", "worker", "w-a",
+                            {"--worker.count=1"});
+  BOOST_REQUIRE(wait_for_text(head.proc.log, "running", 30s));
+  auto late = start_member(head.at, "late", "worker", "w-b",
+                           {"--worker.count=1"});
+  BOOST_TEST(wait_exit(head.proc, 120s) == 0);
   for (auto* c : {&trainer, &early, &late})
     BOOST_TEST(wait_exit(*c, 20s) == 0);
   auto batches = batches_by_worker(read_file(report));
-  BOOST_TEST_MESSAGE(read_file(head.log));
+  BOOST_TEST_MESSAGE(read_file(head.proc.log));
   BOOST_TEST(batches["w-b/0"] > 0);
   BOOST_TEST(batches["w-a/0"] + batches["w-b/0"] == 100);
   // Every batch took the direct stream, none the middleman.
   BOOST_TEST(read_file(trainer.log).find("batch stream: 100 batch(es) received")
              != std::string::npos, read_file(trainer.log));
   std::remove(report.c_str());
-  std::remove(port_file.c_str());
 }
 
 BOOST_AUTO_TEST_CASE(batches_travel_as_caf_messages_with_the_stream_off) {
-  auto port_file = tmp_path("nostream.port");
   auto report = tmp_path("nostream.json");
-  std::remove(port_file.c_str());
-  auto head = start_node(
-    with_small({"--role=head", "--cluster.port=0",
-                "--cluster.port-file=" + port_file,
-                "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+  auto head = start_head(
+    "nostream",
+    with_small({"--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
                 "--pipeline.dataset-size=96", "--pipeline.batch-size=16",
-                "--transport.batch-stream=false", "--report=" + report}),
-    tmp_path("nostream-head.log"));
-  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
-  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
-                                             read_file(port_file)));
-  auto trainer = start_node(with_small({"--role=trainer", "--node.name=t-0", at}),
-                            tmp_path("nostream-t0.log"));
-  auto worker = start_node({"--role=worker", "--node.name=w-a",
-                            "--worker.count=1", at},
-                           tmp_path("nostream-wa.log"));
-  BOOST_TEST(wait_exit(head, 120s) == 0);
+                "--transport.batch-stream=false", "--report=" + report}));
+  auto trainer = start_member(head.at, "nostream", "trainer", "t-0",
+                              with_small({}));
+  auto worker = start_member(head.at, "nostream", "worker", "w-a",
+                             {"--worker.count=1"});
+  BOOST_TEST(wait_exit(head.proc, 120s) == 0);
   for (auto* c : {&trainer, &worker})
     BOOST_TEST(wait_exit(*c, 20s) == 0);
   auto json = read_file(report);
@@ -187,7 +155,6 @@ BOOST_AUTO_TEST_CASE(batches_travel_as_caf_messages_with_the_stream_off) {
   BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
   BOOST_TEST(read_file(trainer.log).find("batch stream") == std::string::npos);
   std::remove(report.c_str());
-  std::remove(port_file.c_str());
 }
 
 BOOST_AUTO_TEST_CASE(least_loaded_gives_a_fast_worker_over_twice_a_slow_ones) {
@@ -219,18 +186,13 @@ BOOST_AUTO_TEST_CASE(hedged_stragglers_are_trained_on_once) {
 }
 
 BOOST_AUTO_TEST_CASE(random_bytes_on_the_heads_port_neither_crash_nor_stall_it) {
-  auto port_file = tmp_path("junk.port");
   auto report = tmp_path("junk.json");
-  std::remove(port_file.c_str());
-  auto head = start_node(
-    with_small({"--role=head", "--cluster.port=0",
-                "--cluster.port-file=" + port_file,
-                "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+  auto head = start_head(
+    "junk",
+    with_small({"--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
                 "--pipeline.dataset-size=64", "--pipeline.batch-size=16",
-                "--report=" + report}),
-    tmp_path("junk-head.log"));
-  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
-  auto port = static_cast<uint16_t>(std::stoi(read_file(port_file)));
+                "--report=" + report}));
+  auto port = head.port;
   auto dial = [&] {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in to{};
@@ -252,41 +214,29 @@ BOOST_AUTO_TEST_CASE(random_bytes_on_the_heads_port_neither_crash_nor_stall_it) 
   (void) ::send(junk, noise.data(), noise.size(), MSG_NOSIGNAL);
   ::close(junk);
   int silent = dial();
-  auto at = "--cluster.head=127.0.0.1:" + std::to_string(port);
-  auto trainer = start_node(with_small({"--role=trainer", "--node.name=t-0", at}),
-                            tmp_path("junk-t0.log"));
-  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
-                           tmp_path("junk-wa.log"));
-  BOOST_TEST(wait_exit(head, 60s) == 0, read_file(head.log));
+  auto trainer = start_member(head.at, "junk", "trainer", "t-0", with_small({}));
+  auto worker = start_member(head.at, "junk", "worker", "w-a");
+  BOOST_TEST(wait_exit(head.proc, 60s) == 0, read_file(head.proc.log));
   BOOST_TEST(wait_exit(trainer, 20s) == 0);
   BOOST_TEST(wait_exit(worker, 20s) == 0);
   ::close(silent);
   BOOST_TEST(read_file(report).find("\"missing\": 0,") != std::string::npos);
   std::remove(report.c_str());
-  std::remove(port_file.c_str());
 }
 
 BOOST_AUTO_TEST_CASE(a_node_of_another_release_is_refused_by_name) {
-  auto port_file = tmp_path("release.port");
-  std::remove(port_file.c_str());
-  auto head = start_node(with_small({"--role=head", "--cluster.port=0",
-                                     "--cluster.port-file=" + port_file,
-                                     "--cluster.join-timeout=8s",
-                                     "--cluster.nodes=[\"w:worker\"]"}),
-                         tmp_path("release-head.log"));
-  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
-  auto worker = start_node(
-    {"--role=worker", "--node.name=w", "--cluster.connect-timeout=3s",
-     "--middleman.app-identifiers=[\"stoker 0.0.1\"]",
-     "--cluster.head=127.0.0.1:"
-       + std::to_string(std::stoi(read_file(port_file)))},
-    tmp_path("release-w.log"));
+  auto head = start_head("release",
+                         with_small({"--cluster.join-timeout=8s",
+                                     "--cluster.nodes=[\"w:worker\"]"}));
+  auto worker = start_member(
+    head.at, "release", "worker", "w",
+    {"--cluster.connect-timeout=3s",
+     "--middleman.app-identifiers=[\"stoker 0.0.1\"]"});
   BOOST_TEST(wait_exit(worker, 30s) == 1);
   BOOST_TEST(read_file(worker.log).find("runs another Stoker release")
                != std::string::npos,
              read_file(worker.log));
-  BOOST_TEST(wait_exit(head, 30s) == 1); // nobody joined
-  std::remove(port_file.c_str());
+  BOOST_TEST(wait_exit(head.proc, 30s) == 1); // nobody joined
 }
 
 BOOST_AUTO_TEST_CASE(a_port_in_use_is_named_and_the_head_exits_1) {

@@ -73,9 +73,7 @@ BOOST_AUTO_TEST_CASE(a_simulated_accelerator_evaluates_nothing_and_says_so) {
 // dataset suite.)
 BOOST_AUTO_TEST_CASE(a_cluster_trains_and_evaluates_on_real_files) {
   require_fashion_mnist();
-  auto port_file = tmp_path("fmnist.port");
   auto report = tmp_path("fmnist.json");
-  std::remove(port_file.c_str());
   std::vector<std::string> data = {
     "--pipeline.source=idx", "--pipeline.data=" + fashion_mnist_dir,
     "--pipeline.dataset-size=1280", "--pipeline.eval-size=640",
@@ -85,21 +83,14 @@ BOOST_AUTO_TEST_CASE(a_cluster_trains_and_evaluates_on_real_files) {
     args.insert(args.end(), data.begin(), data.end());
     return args;
   };
-  auto head = start_node(
-    with_data({"--role=head", "--cluster.port=0",
-               "--cluster.port-file=" + port_file,
-               "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:2\"]",
-               "--report=" + report}),
-    tmp_path("fmnist-head.log"));
-  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
-  auto at = "--cluster.head=127.0.0.1:"
-            + std::to_string(std::stoi(read_file(port_file)));
-  auto trainer = start_node({"--role=trainer", "--node.name=t-0",
-                             "--trainer.device=sim", at},
-                            tmp_path("fmnist-t0.log"));
-  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
-                           tmp_path("fmnist-wa.log"));
-  BOOST_TEST(wait_exit(head, 120s) == 0, read_file(head.log));
+  auto head = start_head(
+    "fmnist",
+    with_data({"--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:2\"]",
+               "--report=" + report}));
+  auto trainer = start_member(head.at, "fmnist", "trainer", "t-0",
+                              {"--trainer.device=sim"});
+  auto worker = start_member(head.at, "fmnist", "worker", "w-a");
+  BOOST_TEST(wait_exit(head.proc, 120s) == 0, read_file(head.proc.log));
   BOOST_TEST(wait_exit(trainer, 20s) == 0);
   BOOST_TEST(wait_exit(worker, 20s) == 0);
   auto json = read_file(report);
@@ -110,7 +101,6 @@ BOOST_AUTO_TEST_CASE(a_cluster_trains_and_evaluates_on_real_files) {
   BOOST_TEST(read_file(trainer.log).find("epoch 2: train_loss")
                != std::string::npos);
   std::remove(report.c_str());
-  std::remove(port_file.c_str());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

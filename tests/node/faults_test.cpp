@@ -14,9 +14,7 @@ namespace {
 // SIGSTOP: hangs with its connections open). Returns the run report.
 std::string run_with_a_failing_worker(const std::string& tag, int signal,
                                       std::vector<std::string> head_args) {
-  auto port_file = tmp_path(tag + ".port");
   auto report = tmp_path(tag + ".json");
-  std::remove(port_file.c_str());
   // Workers are the bottleneck, so each holds leases when w-b fails.
   const std::vector<std::string> shape = {"--pipeline.height=128",
                                           "--pipeline.width=128",
@@ -28,31 +26,23 @@ std::string run_with_a_failing_worker(const std::string& tag, int signal,
     return args;
   };
   std::vector<std::string> args = {
-    "--role=head", "--cluster.port=0", "--cluster.port-file=" + port_file,
     "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\", \"w-b:worker:1\", "
     "\"w-c:worker:1\"]",
     "--pipeline.dataset-size=6400", "--pipeline.batch-size=16",
     "--report=" + report};
   args.insert(args.end(), head_args.begin(), head_args.end());
-  auto head = start_node(with_shape(args), tmp_path(tag + "-head.log"));
-  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
-  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
-                                             read_file(port_file)));
-  auto trainer = start_node(with_shape({"--role=trainer", "--node.name=t-0",
-                                        at}),
-                            tmp_path(tag + "-t0.log"));
+  auto head = start_head(tag, with_shape(args));
+  auto trainer = start_member(head.at, tag, "trainer", "t-0", with_shape({}));
   std::vector<child> workers;
   for (auto name : {"w-a", "w-b", "w-c"})
-    workers.push_back(start_node({"--role=worker",
-                                  "--node.name=" + std::string{name},
-                                  "--worker.count=1", at},
-                                 tmp_path(tag + "-" + name + ".log")));
+    workers.push_back(
+      start_member(head.at, tag, "worker", name, {"--worker.count=1"}));
   BOOST_REQUIRE(wait_for_text(trainer.log, "Iteration 10:", 60s));
   ::kill(workers[1].pid, signal);
-  BOOST_TEST(wait_exit(head, 120s) == 0);
-  BOOST_TEST_MESSAGE(read_file(head.log));
+  BOOST_TEST(wait_exit(head.proc, 120s) == 0);
+  BOOST_TEST_MESSAGE(read_file(head.proc.log));
   std::smatch m;
-  auto log = read_file(head.log);
+  auto log = read_file(head.proc.log);
   BOOST_REQUIRE(std::regex_search(
     log, m, std::regex{R"(router: worker 'w-b/0' lost \((.*)\); re-leasing (\d+))"}));
   BOOST_TEST(std::stoi(m[2]) > 0, "it held nothing when it failed");
@@ -65,7 +55,6 @@ std::string run_with_a_failing_worker(const std::string& tag, int signal,
   ::waitpid(workers[1].pid, &status, 0);
   auto json = read_file(report);
   std::remove(report.c_str());
-  std::remove(port_file.c_str());
   return json;
 }
 
@@ -103,29 +92,18 @@ BOOST_AUTO_TEST_CASE(a_killed_trainer_resumes_from_its_checkpoint_exactly_once) 
     "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]"};
   auto cluster = [&](const std::string& tag,
                      std::vector<std::string> trainer_args) {
-    auto port_file = tmp_path(tag + ".port");
-    std::remove(port_file.c_str());
     auto head_args = run;
     // Not long to wait for a trainer that is not coming back.
     head_args.push_back("--cluster.join-timeout=5s");
-    for (auto a : {"--role=head", "--cluster.port=0"})
-      head_args.push_back(a);
-    head_args.push_back("--cluster.port-file=" + port_file);
     head_args.push_back("--report=" + report);
-    auto head = start_node(head_args, tmp_path(tag + "-head.log"));
-    BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
-    auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
-                                               read_file(port_file)));
+    auto head = start_head(tag, head_args);
     trainer_args.insert(trainer_args.end(),
-                        {"--role=trainer", "--node.name=t-0", at,
-                         "--trainer.device=sim",
+                        {"--trainer.device=sim",
                          "--trainer.checkpoint-dir=" + dir,
                          "--trainer.checkpoint-every=10"});
-    auto trainer = start_node(trainer_args, tmp_path(tag + "-t0.log"));
-    auto worker = start_node({"--role=worker", "--node.name=w-a", at},
-                             tmp_path(tag + "-wa.log"));
-    std::remove(port_file.c_str());
-    return std::vector<child>{head, trainer, worker};
+    auto trainer = start_member(head.at, tag, "trainer", "t-0", trainer_args);
+    auto worker = start_member(head.at, tag, "worker", "w-a");
+    return std::vector<child>{head.proc, trainer, worker};
   };
   // 1. The trainer dies after its second checkpoint: the head says so.
   auto first = cluster("ckpt1", {});
@@ -164,38 +142,34 @@ BOOST_AUTO_TEST_CASE(a_restarted_trainer_rejoins_the_running_head) {
   auto dir = tmp_path("rejoin-ckpt");
   std::remove((dir + "/checkpoint.stoker").c_str());
   auto report = tmp_path("rejoin.json");
-  auto port_file = tmp_path("rejoin.port");
-  std::remove(port_file.c_str());
   const std::vector<std::string> run = {
     "--trainer.device=sim", "--trainer.sim-step-ms=10",
     "--pipeline.height=32", "--pipeline.width=32",
     "--pipeline.dataset-size=3200", "--pipeline.batch-size=16"};
   auto head_args = run;
   head_args.insert(head_args.end(),
-                   {"--role=head", "--cluster.port=0",
-                    "--cluster.port-file=" + port_file, "--report=" + report,
+                   {"--report=" + report,
                     "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]"});
-  auto head = start_node(head_args, tmp_path("rejoin-head.log"));
-  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
-  auto at = "--cluster.head=127.0.0.1:" + std::to_string(std::stoi(
-                                             read_file(port_file)));
+  auto head = start_head("rejoin", head_args);
   std::vector<std::string> trainer_args = {
-    "--role=trainer", "--node.name=t-0", at, "--trainer.device=sim",
-    "--trainer.checkpoint-dir=" + dir, "--trainer.checkpoint-every=10"};
-  auto trainer = start_node(trainer_args, tmp_path("rejoin-t0.log"));
-  auto worker = start_node({"--role=worker", "--node.name=w-a", at},
-                           tmp_path("rejoin-wa.log"));
+    "--trainer.device=sim", "--trainer.checkpoint-dir=" + dir,
+    "--trainer.checkpoint-every=10"};
+  auto trainer = start_member(head.at, "rejoin", "trainer", "t-0", trainer_args);
+  auto worker = start_member(head.at, "rejoin", "worker", "w-a");
   BOOST_REQUIRE(wait_for_text(trainer.log, "checkpoint: step 20 saved", 60s));
   ::kill(trainer.pid, SIGKILL);
   wait_exit(trainer, 5s);
-  BOOST_REQUIRE(wait_for_text(head.log, "for a trainer started with --resume",
-                              20s));
+  BOOST_REQUIRE(wait_for_text(head.proc.log,
+                              "for a trainer started with --resume", 20s));
   trainer_args.push_back("--resume");
-  auto again = start_node(trainer_args, tmp_path("rejoin-t0b.log"));
-  BOOST_TEST(wait_exit(head, 60s) == 0, read_file(head.log));
+  // Under the same name, its log beside the first one's.
+  auto again = start_member(head.at, "rejoin-again", "trainer", "t-0",
+                            trainer_args);
+  BOOST_TEST(wait_exit(head.proc, 60s) == 0, read_file(head.proc.log));
   BOOST_TEST(wait_exit(again, 20s) == 0);
   BOOST_TEST(wait_exit(worker, 20s) == 0);
-  BOOST_TEST(read_file(head.log).find("a trainer rejoined from its checkpoint")
+  BOOST_TEST(read_file(head.proc.log)
+               .find("a trainer rejoined from its checkpoint")
              != std::string::npos);
   auto json = read_file(report);
   BOOST_TEST(json.find("\"samples_delivered\": 3200,") != std::string::npos,
@@ -203,7 +177,6 @@ BOOST_AUTO_TEST_CASE(a_restarted_trainer_rejoins_the_running_head) {
   BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
   BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
   std::remove(report.c_str());
-  std::remove(port_file.c_str());
   std::remove((dir + "/checkpoint.stoker").c_str());
   ::rmdir(dir.c_str());
 }

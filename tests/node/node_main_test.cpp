@@ -31,23 +31,11 @@ std::vector<std::string> user_pipeline(const std::string& transform) {
           "--trainer.log-every=1000"};
 }
 
-// Starts a head of stoker-test-node waiting for `nodes`; returns it and the
-// --cluster.head flag for the others.
-std::pair<child, std::string> start_head(const std::string& tag,
-                                         const std::string& nodes,
-                                         std::vector<std::string> extra) {
-  auto port_file = tmp_path(tag + ".port");
-  std::remove(port_file.c_str());
-  std::vector<std::string> args = {"--role=head", "--cluster.port=0",
-                                   "--cluster.port-file=" + port_file,
-                                   "--cluster.nodes=" + nodes};
-  args.insert(args.end(), extra.begin(), extra.end());
-  auto head = start_test_node(args, tmp_path(tag + "-head.log"));
-  BOOST_REQUIRE(wait_for_text(port_file, "\n", 20s));
-  auto at = "--cluster.head=127.0.0.1:"
-            + std::to_string(std::stoi(read_file(port_file)));
-  std::remove(port_file.c_str());
-  return {std::move(head), at};
+// Starts a head of stoker-test-node waiting for `nodes`.
+head_node start_test_head(const std::string& tag, const std::string& nodes,
+                          std::vector<std::string> extra) {
+  extra.push_back("--cluster.nodes=" + nodes);
+  return start_head(tag, std::move(extra), STOKER_TEST_NODE_BINARY);
 }
 
 } // namespace
@@ -58,18 +46,16 @@ BOOST_AUTO_TEST_CASE(a_custom_source_transform_and_model_run_on_a_loopback_clust
   auto report = tmp_path("custom.json");
   auto args = user_pipeline("affine(2, 1)");
   args.push_back("--report=" + report);
-  auto [head, at] = start_head(
+  auto head = start_test_head(
     "custom", "[\"t-0:trainer\", \"w-a:worker:1\", \"w-b:worker:1\"]", args);
-  auto trainer = start_test_node({"--role=trainer", "--node.name=t-0",
-                                  "--trainer.device=cpu", at},
-                                 tmp_path("custom-t0.log"));
-  auto a = start_test_node({"--role=worker", "--node.name=w-a",
-                            "--worker.count=1", at},
-                           tmp_path("custom-wa.log"));
-  auto b = start_test_node({"--role=worker", "--node.name=w-b",
-                            "--worker.count=1", at},
-                           tmp_path("custom-wb.log"));
-  BOOST_TEST(wait_exit(head, 120s) == 0, read_file(head.log));
+  const std::string node = STOKER_TEST_NODE_BINARY;
+  auto trainer = start_member(head.at, "custom", "trainer", "t-0",
+                              {"--trainer.device=cpu"}, node);
+  auto a = start_member(head.at, "custom", "worker", "w-a",
+                        {"--worker.count=1"}, node);
+  auto b = start_member(head.at, "custom", "worker", "w-b",
+                        {"--worker.count=1"}, node);
+  BOOST_TEST(wait_exit(head.proc, 120s) == 0, read_file(head.proc.log));
   for (auto* c : {&trainer, &a, &b})
     BOOST_TEST(wait_exit(*c, 20s) == 0, read_file(c->log));
   // Every image passed the model's pixel check (else the step throws and
@@ -97,21 +83,20 @@ BOOST_AUTO_TEST_CASE(the_user_model_fails_the_run_when_the_images_differ) {
 BOOST_AUTO_TEST_CASE(a_node_without_the_entries_refuses_to_join_naming_them) {
   auto args = user_pipeline("affine(2, 1)");
   args.push_back("--cluster.join-timeout=4s");
-  auto [head, at] = start_head("refuse", "[\"t-0:trainer\", \"w-a:worker:1\"]",
-                               args);
-  auto trainer = start_test_node({"--role=trainer", "--node.name=t-0",
-                                  "--trainer.device=cpu", at},
-                                 tmp_path("refuse-t0.log"));
+  auto head = start_test_head("refuse",
+                              "[\"t-0:trainer\", \"w-a:worker:1\"]", args);
+  auto trainer = start_member(head.at, "refuse", "trainer", "t-0",
+                              {"--trainer.device=cpu"},
+                              STOKER_TEST_NODE_BINARY);
   // Plain stoker-node: Stoker's own entries only.
-  auto plain = start_node({"--role=worker", "--node.name=w-a", at},
-                          tmp_path("refuse-wa.log"));
+  auto plain = start_member(head.at, "refuse", "worker", "w-a");
   BOOST_TEST(wait_exit(plain, 30s) == 1);
   auto log = read_file(plain.log);
   BOOST_TEST(has(log, "node 'w-a' refuses to join: the head's pipeline uses "
                       "source 'id-images' (pipeline.source) but this node's "
                       "registry has no such source"),
              log);
-  BOOST_TEST(wait_exit(head, 60s) != 0); // w-a never joined
+  BOOST_TEST(wait_exit(head.proc, 60s) != 0); // w-a never joined
   BOOST_TEST(wait_exit(trainer, 20s) >= 0);
   // Given the user's pipeline itself, plain stoker-node stops at the config.
   auto direct = start_node(user_pipeline("affine(2, 1)"),

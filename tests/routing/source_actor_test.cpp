@@ -21,7 +21,11 @@ struct fixture {
 BOOST_FIXTURE_TEST_SUITE(source_actor, fixture)
 
 BOOST_AUTO_TEST_CASE(source_actor_hands_out_items_until_exhausted) {
-  auto src = spawn_source(sys, source_spec{10, 4, 1, false, 0});
+  source_spec spec;
+  spec.dataset_size = 10;
+  spec.batch_size = 4;
+  spec.shuffle = false;
+  auto src = spawn_source(sys, spec);
   std::vector<uint64_t> ids;
   for (;;) {
     std::vector<work_item> items;

@@ -161,6 +161,46 @@ inline void start_on_pty(pty_child& c, const std::string& program,
   }
 }
 
+// A head on a free port, found through its port file, and the flag the
+// other nodes reach it with.
+struct head_node {
+  child proc;
+  std::string port_file;
+  uint16_t port = 0;
+  std::string at; // --cluster.head=127.0.0.1:PORT
+};
+
+// Starts `program` (stoker-node unless given) as a head on a free port with
+// `args`, logging to tmp_path(tag + "-head.log"), and waits for its port.
+inline head_node start_head(const std::string& tag,
+                            std::vector<std::string> args,
+                            const std::string& program = STOKER_NODE_BINARY) {
+  head_node head;
+  head.port_file = tmp_path(tag + ".port");
+  std::remove(head.port_file.c_str());
+  args.insert(args.begin(), {"--role=head", "--cluster.port=0",
+                             "--cluster.port-file=" + head.port_file});
+  head.proc = start(program, std::move(args), tmp_path(tag + "-head.log"));
+  BOOST_REQUIRE_MESSAGE(wait_for_text(head.port_file, "\n", 20s),
+                        "the head wrote no port; its log:\n"
+                          << read_file(head.proc.log));
+  head.port = static_cast<uint16_t>(std::stoi(read_file(head.port_file)));
+  head.at = "--cluster.head=127.0.0.1:" + std::to_string(head.port);
+  std::remove(head.port_file.c_str());
+  return head;
+}
+
+// Starts a node of `role` ("worker" or "trainer") named `name` that joins
+// the head `at` (head_node::at), with `args` after the role, name and
+// address; its log is tmp_path(tag + "-" + name + ".log").
+inline child start_member(const std::string& at, const std::string& tag,
+                          const std::string& role, const std::string& name,
+                          std::vector<std::string> args = {},
+                          const std::string& program = STOKER_NODE_BINARY) {
+  args.insert(args.begin(), {"--role=" + role, "--node.name=" + name, at});
+  return start(program, std::move(args), tmp_path(tag + "-" + name + ".log"));
+}
+
 // A port nothing listens on: bound to find it, then closed.
 inline uint16_t free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

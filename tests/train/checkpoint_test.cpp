@@ -26,7 +26,11 @@ struct temp_dir {
 
 checkpoint example() {
   checkpoint c;
-  c.run = run_identity{100, 2, 10, 7, true};
+  c.run.dataset_size = 100;
+  c.run.epochs = 2;
+  c.run.batch_size = 10;
+  c.run.seed = 7;
+  c.run.shuffle = true;
   c.step = 12;
   c.done_below = 11;
   c.done_ids = {13, 17};

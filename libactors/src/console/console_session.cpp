@@ -249,26 +249,36 @@ caf::expected<std::vector<actor_row>> console_session::actors() {
                        ? "head"
                        : known->front().name;
   double wall_s = static_cast<double>(router->summary.wall_ns) * 1e-9;
+  auto per_second = [&](uint64_t n) {
+    return wall_s > 0 ? static_cast<double>(n) / wall_s : 0.0;
+  };
+  // A row of what is known of every actor; mailbox and busy where measured.
+  auto row_of = [](uint64_t id, const char* kind, std::string node,
+                   uint64_t processed) {
+    actor_row row;
+    row.id = id;
+    row.kind = kind;
+    row.node = std::move(node);
+    row.mailbox = "-";
+    row.processed = processed;
+    return row;
+  };
   std::vector<actor_row> rows;
-  rows.push_back({target_.router.id(), "router", home, "-",
-                  router->summary.batches_leased,
-                  wall_s > 0 ? static_cast<double>(
-                                 router->summary.batches_leased)
-                                 / wall_s
-                             : 0.0,
-                  -1.0});
+  auto& leased = router->summary.batches_leased;
+  rows.push_back(row_of(target_.router.id(), "router", home, leased));
+  rows.back().rate = per_second(leased);
   if (target_.membership)
-    rows.push_back({target_.membership.id(), "registry", "head", "-",
-                    members.nodes.size(), 0.0, -1.0});
+    rows.push_back(row_of(target_.membership.id(), "registry", "head",
+                          members.nodes.size()));
   for (auto& w : members.workers) {
     auto answer = ask<worker_stats>(self_, w, stats_atom::value);
     if (!answer)
       continue; // lost: `router` says so
     auto& s = *answer;
-    actor_row row{w.id(), "worker",
-                  target_.membership ? s.name.substr(0, s.name.find('/'))
-                                   : home,
-                  "-", s.batches, 0.0, -1.0};
+    auto row = row_of(w.id(), "worker",
+                      target_.membership ? s.name.substr(0, s.name.find('/'))
+                                         : home,
+                      s.batches);
     for (auto& ws : router->workers)
       if (ws.name == s.name)
         row.mailbox = std::to_string(ws.mailbox);
@@ -283,18 +293,20 @@ caf::expected<std::vector<actor_row>> console_session::actors() {
   std::string trainer_node = "-";
   if (known)
     for (auto& n : *known)
-      if ((n.role == role_kind::trainer || n.role == role_kind::local) && n.state == "joined")
+      if ((n.role == role_kind::trainer || n.role == role_kind::local)
+          && n.state == "joined")
         trainer_node = n.name;
   for (auto& t : members.trainers) {
     auto answer = ask<trainer_stats>(self_, t, stats_atom::value);
     if (!answer)
       continue;
     auto& s = *answer;
+    auto row = row_of(t.id(), "trainer", trainer_node, s.steps);
+    row.rate = per_second(s.steps);
     double total = static_cast<double>(s.step_ns + s.wait_ns);
-    rows.push_back({t.id(), "trainer", trainer_node, "-", s.steps,
-                    wall_s > 0 ? static_cast<double>(s.steps) / wall_s : 0.0,
-                    total > 0 ? static_cast<double>(s.step_ns) / total
-                              : -1.0});
+    if (total > 0)
+      row.busy = static_cast<double>(s.step_ns) / total;
+    rows.push_back(std::move(row));
   }
   return rows;
 }

@@ -112,7 +112,10 @@ run_report make_report(const router_summary& router,
   r.train_loss = last_or_nan(r.epoch_train_loss);
   r.test_accuracy = last_or_nan(r.epoch_test_accuracy);
   for (auto& w : workers) {
-    worker_entry e{w.name, w.batches, w.samples, 0.0};
+    worker_entry e;
+    e.name = w.name;
+    e.batches = w.batches;
+    e.samples = w.samples;
     if (w.alive_ns > 0)
       e.busy_fraction = static_cast<double>(w.busy_ns)
                         / static_cast<double>(w.alive_ns);

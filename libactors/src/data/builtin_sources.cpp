@@ -280,12 +280,17 @@ open_folder(const data_spec& data, split which, const synthetic_spec&) {
 } // namespace
 
 void add_builtin_sources(registry& reg) {
-  must_add(reg.add(source_def{"synthetic", 0, 0, "synthetic", resolve_synthetic,
-                          open_synthetic, ""}));
-  must_add(reg.add(source_def{"idx", 0, 0, "idx", resolve_idx,
-                              open_idx_checked, ""}));
-  must_add(reg.add(source_def{"image-folder", 0, 0, "image-folder",
-                          resolve_folder, open_folder, ""}));
+  // None takes arguments: their files come from pipeline.data.
+  auto define = [](const char* name, auto resolve, auto open) {
+    source_def def;
+    def.name = def.usage = name;
+    def.resolve = resolve;
+    def.open = open;
+    return def;
+  };
+  must_add(reg.add(define("synthetic", resolve_synthetic, open_synthetic)));
+  must_add(reg.add(define("idx", resolve_idx, open_idx_checked)));
+  must_add(reg.add(define("image-folder", resolve_folder, open_folder)));
 }
 
 } // namespace stoker::detail

@@ -33,16 +33,21 @@ caf::error check_vit(const entry_spec&, const trainer_spec& spec) {
 } // namespace
 
 void add_builtin_models(registry& reg) {
-  must_add(reg.add(model_def{"vit", 0, 0, "vit", check_vit,
-                         [](const entry_spec&, const trainer_spec& spec) {
-                           return torch::nn::AnyModule{vit{spec.model}};
-                         },
-                         {}, ""}));
-  must_add(reg.add(model_def{"cnn", 0, 0, "cnn", {},
-                         [](const entry_spec&, const trainer_spec& spec) {
-                           return torch::nn::AnyModule{cnn{spec.model}};
-                         },
-                         {}, ""}));
+  // Neither takes arguments: model.* and the data size them; both train
+  // with trainer.optimizer.
+  model_def vit_def;
+  vit_def.name = vit_def.usage = "vit";
+  vit_def.check = check_vit;
+  vit_def.make = [](const entry_spec&, const trainer_spec& spec) {
+    return torch::nn::AnyModule{vit{spec.model}};
+  };
+  must_add(reg.add(std::move(vit_def)));
+  model_def cnn_def;
+  cnn_def.name = cnn_def.usage = "cnn";
+  cnn_def.make = [](const entry_spec&, const trainer_spec& spec) {
+    return torch::nn::AnyModule{cnn{spec.model}};
+  };
+  must_add(reg.add(std::move(cnn_def)));
 }
 
 } // namespace stoker::detail

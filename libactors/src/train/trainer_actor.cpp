@@ -142,8 +142,13 @@ void close_phase(trainer_ptr self, uint64_t epoch, split part) {
 
 run_identity identity_of(const run_config& cfg) {
   auto& s = cfg.pipeline.source;
-  return run_identity{s.dataset_size, s.epochs, s.batch_size, s.seed,
-                      s.shuffle};
+  run_identity id;
+  id.dataset_size = s.dataset_size;
+  id.epochs = s.epochs;
+  id.batch_size = s.batch_size;
+  id.seed = s.seed;
+  id.shuffle = s.shuffle;
+  return id;
 }
 
 // Saves model, optimizer and data cursor; false (after quitting with the

@@ -190,80 +190,107 @@ std::vector<entry_spec> dropped_in_eval(const entry_spec&) {
 } // namespace
 
 void add_builtin_transforms(registry& reg) {
-  transform_def decode{"decode", 0, 1, "decode or decode(1) for grayscale",
-                       check_decode, apply_decode, {}, true, ""};
+  // Each definition by name: what it is called and takes, then its parts.
+  auto define = [](const char* name, size_t min_args, size_t max_args,
+                   const char* usage) {
+    transform_def def;
+    def.name = name;
+    def.min_args = min_args;
+    def.max_args = max_args;
+    def.usage = usage;
+    return def;
+  };
+  auto decode = define("decode", 0, 1, "decode or decode(1) for grayscale");
+  decode.check = check_decode;
+  decode.apply = apply_decode;
+  decode.takes_files = true;
   must_add(reg.add(std::move(decode)));
-  must_add(reg.add(transform_def{
-    "resize", 1, 2, "resize(SHORTER_SIDE) or resize(HEIGHT, WIDTH)",
-    check_sized, pixels([](auto& a, const cv::Mat& img, auto&) {
-      return a.size() == 2 ? resize_image(img, u32(a[0]), u32(a[1]))
-                           : resize_image(img, 0, u32(a[0]));
-    }),
-    {}, false, ""}));
-  must_add(reg.add(transform_def{
-    "center-crop", 1, 2, "center-crop(SIZE) or center-crop(HEIGHT, WIDTH)",
-    check_sized, pixels([](auto& a, const cv::Mat& img, auto&) {
-      return center_crop(img, u32(a[0]), u32(a.size() == 2 ? a[1] : a[0]));
-    }),
-    {}, false, ""}));
-  must_add(reg.add(transform_def{
-    "random-resized-crop", 1, 5,
-    "random-resized-crop(SIZE[, SCALE_MIN, SCALE_MAX[, RATIO_MIN, "
-    "RATIO_MAX]])",
-    check_random_resized,
-    pixels([](auto& a, const cv::Mat& img, const counter_rng& rng) {
-      auto box = random_resized_box(img.rows, img.cols,
-                                    a.size() > 1 ? a[1] : 0.08,
-                                    a.size() > 2 ? a[2] : 1.0,
-                                    a.size() > 3 ? a[3] : 3.0 / 4.0,
-                                    a.size() > 4 ? a[4] : 4.0 / 3.0, rng);
-      return resize_image(img(box), u32(a[0]), u32(a[0]));
-    }),
-    [](const entry_spec& t) { // resize(S) then center-crop(S)
-      return std::vector<entry_spec>{make_entry("resize", {t.args[0]}),
-                                     make_entry("center-crop", {t.args[0]})};
-    },
-    false, ""}));
-  must_add(reg.add(transform_def{
-    "random-crop", 1, 2, "random-crop(SIZE[, PADDING])", check_random_crop,
-    pixels([](auto& a, const cv::Mat& img, const counter_rng& rng) {
-      return random_crop(img, u32(a[0]), a.size() == 2 ? u32(a[1]) : 0, rng);
-    }),
-    [](const entry_spec& t) { // center-crop(S)
-      return std::vector<entry_spec>{make_entry("center-crop", {t.args[0]})};
-    },
-    false, ""}));
-  must_add(reg.add(transform_def{
-    "horizontal-flip", 0, 1, "horizontal-flip([P]) with 0 <= P <= 1",
-    [](const entry_spec& t, chain_state&) {
-      if (!t.args.empty() && !(t.args[0] >= 0 && t.args[0] <= 1))
-        return transform_error(t, "expected a probability from 0 to 1");
-      return caf::error{};
-    },
-    pixels([](auto& a, const cv::Mat& img, const counter_rng& rng) {
-      return horizontal_flip(img, a.empty() ? 0.5 : a[0], rng);
-    }),
-    dropped_in_eval, false, ""}));
-  must_add(reg.add(transform_def{
-    "to-tensor", 0, 0, "to-tensor",
-    [](const entry_spec&, chain_state& st) {
-      st.is_float = true;
-      return caf::error{};
-    },
-    pixels([](auto&, const cv::Mat& img, auto&) { return to_float(img); }),
-    {}, false, ""}));
-  must_add(reg.add(transform_def{
-    "normalize", 2, 8, "normalize(MEAN, STD) or normalize(M1..Mc, S1..Sc)",
-    check_normalize, pixels([](auto& a, const cv::Mat& img, auto&) {
-      auto half = a.size() / 2;
-      return normalize_image(img, {a.begin(), a.begin() + half},
-                             {a.begin() + half, a.end()});
-    }),
-    {}, false, ""}));
-  must_add(reg.add(transform_def{
-    "gaussian-blur", 1, 4,
-    "gaussian-blur(KERNEL[, SIGMA_MIN[, SIGMA_MAX[, REPEAT]]])", check_blur,
-    pixels(apply_blur), dropped_in_eval, false, ""}));
+
+  auto resize = define("resize", 1, 2,
+                       "resize(SHORTER_SIDE) or resize(HEIGHT, WIDTH)");
+  resize.check = check_sized;
+  resize.apply = pixels([](auto& a, const cv::Mat& img, auto&) {
+    return a.size() == 2 ? resize_image(img, u32(a[0]), u32(a[1]))
+                         : resize_image(img, 0, u32(a[0]));
+  });
+  must_add(reg.add(std::move(resize)));
+
+  auto center = define("center-crop", 1, 2,
+                       "center-crop(SIZE) or center-crop(HEIGHT, WIDTH)");
+  center.check = check_sized;
+  center.apply = pixels([](auto& a, const cv::Mat& img, auto&) {
+    return center_crop(img, u32(a[0]), u32(a.size() == 2 ? a[1] : a[0]));
+  });
+  must_add(reg.add(std::move(center)));
+
+  auto rrc = define("random-resized-crop", 1, 5,
+                    "random-resized-crop(SIZE[, SCALE_MIN, SCALE_MAX[, "
+                    "RATIO_MIN, RATIO_MAX]])");
+  rrc.check = check_random_resized;
+  rrc.apply = pixels([](auto& a, const cv::Mat& img, const counter_rng& rng) {
+    auto box = random_resized_box(img.rows, img.cols,
+                                  a.size() > 1 ? a[1] : 0.08,
+                                  a.size() > 2 ? a[2] : 1.0,
+                                  a.size() > 3 ? a[3] : 3.0 / 4.0,
+                                  a.size() > 4 ? a[4] : 4.0 / 3.0, rng);
+    return resize_image(img(box), u32(a[0]), u32(a[0]));
+  });
+  rrc.eval = [](const entry_spec& t) { // resize(S) then center-crop(S)
+    return std::vector<entry_spec>{make_entry("resize", {t.args[0]}),
+                                   make_entry("center-crop", {t.args[0]})};
+  };
+  must_add(reg.add(std::move(rrc)));
+
+  auto crop = define("random-crop", 1, 2, "random-crop(SIZE[, PADDING])");
+  crop.check = check_random_crop;
+  crop.apply = pixels([](auto& a, const cv::Mat& img, const counter_rng& rng) {
+    return random_crop(img, u32(a[0]), a.size() == 2 ? u32(a[1]) : 0, rng);
+  });
+  crop.eval = [](const entry_spec& t) { // center-crop(S)
+    return std::vector<entry_spec>{make_entry("center-crop", {t.args[0]})};
+  };
+  must_add(reg.add(std::move(crop)));
+
+  auto flip = define("horizontal-flip", 0, 1,
+                     "horizontal-flip([P]) with 0 <= P <= 1");
+  flip.check = [](const entry_spec& t, chain_state&) {
+    if (!t.args.empty() && !(t.args[0] >= 0 && t.args[0] <= 1))
+      return transform_error(t, "expected a probability from 0 to 1");
+    return caf::error{};
+  };
+  flip.apply = pixels([](auto& a, const cv::Mat& img, const counter_rng& rng) {
+    return horizontal_flip(img, a.empty() ? 0.5 : a[0], rng);
+  });
+  flip.eval = dropped_in_eval;
+  must_add(reg.add(std::move(flip)));
+
+  auto tensor = define("to-tensor", 0, 0, "to-tensor");
+  tensor.check = [](const entry_spec&, chain_state& st) {
+    st.is_float = true;
+    return caf::error{};
+  };
+  tensor.apply = pixels(
+    [](auto&, const cv::Mat& img, auto&) { return to_float(img); });
+  must_add(reg.add(std::move(tensor)));
+
+  auto normalize = define("normalize", 2, 8,
+                          "normalize(MEAN, STD) or normalize(M1..Mc, "
+                          "S1..Sc)");
+  normalize.check = check_normalize;
+  normalize.apply = pixels([](auto& a, const cv::Mat& img, auto&) {
+    auto half = a.size() / 2;
+    return normalize_image(img, {a.begin(), a.begin() + half},
+                           {a.begin() + half, a.end()});
+  });
+  must_add(reg.add(std::move(normalize)));
+
+  auto blur = define("gaussian-blur", 1, 4,
+                     "gaussian-blur(KERNEL[, SIGMA_MIN[, SIGMA_MAX[, "
+                     "REPEAT]]])");
+  blur.check = check_blur;
+  blur.apply = pixels(apply_blur);
+  blur.eval = dropped_in_eval;
+  must_add(reg.add(std::move(blur)));
 }
 
 } // namespace stoker::detail

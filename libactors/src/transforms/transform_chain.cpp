@@ -20,7 +20,9 @@ counter_rng rng_for(const draw_key& key, size_t entry) {
 caf::expected<image_shape> check_chain(const std::vector<transform_spec>& chain,
                                        image_shape input, bool files,
                                        const registry& reg) {
-  chain_state st{input, files, files, false};
+  chain_state st;
+  st.shape = input;
+  st.files = st.encoded = files;
   for (auto& t : chain) {
     if (auto err = reg.check_transform(t, "pipeline.transforms"))
       return err;
