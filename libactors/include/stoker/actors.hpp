@@ -69,10 +69,11 @@ typename Inspector::result_type inspect(Inspector& f, batch_route& x) {
   return f(caf::meta::type_name("batch_route"), x.trainer, x.host, x.port);
 }
 
-/// A CPU worker: runs mapper + transforms for each leased work item, sends
-/// the batch to `trainer` and reports to the router. A `batch_route` adds a
-/// trainer's batch stream (one that joined after the worker). Runs detached: one
-/// batch is ~100 ms of blur, which must not starve the scheduler.
+/// A CPU worker: makes the batch of each leased work item (its node's
+/// batch_maker), sends it to `trainer` and reports to the router. A
+/// `batch_route` adds a trainer's batch stream (one that joined after the
+/// worker). Runs detached: one batch is ~100 ms of blur, which must not
+/// starve the scheduler.
 using worker_actor = caf::typed_actor<
   caf::reacts_to<work_item, trainer_actor>,
   caf::reacts_to<tick_atom>,

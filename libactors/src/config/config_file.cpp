@@ -24,7 +24,8 @@ std::string normalize_config_text(std::string text) {
 
 caf::expected<std::string> read_config_file(const std::string& path) {
   auto bad = [&](const std::string& why) {
-    return make_error(errc::invalid_config, "--config-file=" + path + ": " + why);
+    return make_error(errc::invalid_config,
+                      "--config-file=" + path + ": " + why);
   };
   struct stat info {};
   if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))

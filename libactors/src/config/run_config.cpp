@@ -60,12 +60,6 @@ caf::error check_across_keys(const run_config& cfg,
                      "article's fused blur stage, which a transform chain "
                      "replaces; expected one of the two (in a chain, blur "
                      "with a gaussian-blur(K, SMIN, SMAX, N) entry)");
-  bool fused = p.data.source.name == "synthetic" && p.data.transforms.empty();
-  if (p.router.placement != blur_placement::cpu && !fused)
-    return bad("pipeline.placement = \"" + to_string(p.router.placement)
-               + "\": the GPU runs the article's blur stage only (the "
-                 "synthetic source without pipeline.transforms); expected "
-                 "\"cpu\" with this pipeline");
   auto hedge = p.router.hedge_factor;
   if (hedge > 0.0 && hedge < 1.5)
     return bad("router.hedge-factor = " + std::to_string(hedge)

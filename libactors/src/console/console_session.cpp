@@ -62,10 +62,9 @@ std::optional<uint64_t> node_heard_ms_ago(const node_row& node,
                static_cast<uint64_t>(router.trainer_heard_ms_ago)};
   std::optional<uint64_t> freshest;
   auto prefix = node.name + "/";
+  bool every = node.role == role_kind::local; // all workers are its own
   for (auto& w : router.workers)
-    if (w.alive
-        && (node.role == role_kind::local || w.name.compare(0, prefix.size(), prefix)
-                                      == 0))
+    if (w.alive && (every || w.name.compare(0, prefix.size(), prefix) == 0))
       freshest = std::min(freshest.value_or(w.heard_ms_ago), w.heard_ms_ago);
   return freshest;
 }
@@ -75,8 +74,9 @@ std::string format_nodes(const std::vector<node_row>& nodes,
   std::vector<std::vector<std::string>> rows;
   for (auto& n : nodes) {
     auto heard = node_heard_ms_ago(n, router);
+    bool trainer = n.role == role_kind::trainer;
     rows.push_back({n.name, to_string(n.role), n.host, std::to_string(n.cores),
-                    n.role == role_kind::trainer ? "-" : std::to_string(n.workers),
+                    trainer ? "-" : std::to_string(n.workers),
                     n.device.empty() ? "-" : n.device,
                     clock_time(n.joined_unix_s),
                     !heard      ? "-"

@@ -13,8 +13,8 @@ namespace stoker {
 class registry;
 
 /// Runs the whole pipeline in this process: a source, a router,
-/// `cfg.node.workers` detached CPU workers and one trainer, until every work item
-/// of every epoch has been acknowledged. Blocks the calling thread.
+/// `cfg.node.workers` detached CPU workers and one trainer, until every
+/// work item of every epoch has been acknowledged. Blocks the calling thread.
 /// Returns the run report, or the error that ended the run early. The
 /// sources, transforms and model come from `reg` (read while the actors
 /// are set up; they keep no reference to it).

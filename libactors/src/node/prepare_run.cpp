@@ -59,12 +59,23 @@ caf::error prepare_run(run_config& cfg, const registry& reg) {
   complete_node(cfg.node);
   auto& p = cfg.pipeline;
   // A worker node checks its own CPU when it opens the blur stage.
+  bool local = cfg.node.role == role_kind::local;
   if (auto choice = resolve_blur(p.blur);
-      !choice
-      && (p.blur.impl == blur_impl::opencv || cfg.node.role == role_kind::local))
+      !choice && (p.blur.impl == blur_impl::opencv || local))
     return std::move(choice.error());
   if (auto err = check_names(p, reg))
     return err;
+  // Decided once, here: how every worker of the run makes a batch.
+  p.kind = fused_synthetic(p.data) ? pipeline_kind::fused_blur
+                                   : pipeline_kind::transform_chain;
+  if (p.router.placement != blur_placement::cpu
+      && p.kind != pipeline_kind::fused_blur)
+    return make_error(errc::invalid_config,
+                      "pipeline.placement = \"" + to_string(p.router.placement)
+                        + "\": the GPU runs the article's blur stage only "
+                          "(the synthetic source without "
+                          "pipeline.transforms); expected \"cpu\" with this "
+                          "pipeline");
   // The head and a local run look at the data (a synthetic source has no
   // files to look at); other roles get what they found from the head.
   bool looks = cfg.node.role == role_kind::head
@@ -83,8 +94,6 @@ caf::error prepare_run(run_config& cfg, const registry& reg) {
   if (looks && cfg.node.trainer.device != device_kind::sim)
     if (auto err = check_model(p, reg))
       return err;
-  p.kind = fused_synthetic(p.data) ? pipeline_kind::fused_blur
-                                   : pipeline_kind::transform_chain;
   stamp_versions(p, reg); // what the head's nodes must have
   return caf::none;
 }
