@@ -191,6 +191,19 @@ void lose_trainer(router_ptr self, const std::string& why) {
                   << std::endl;
 }
 
+// Fails the run (once) for `what` did not happen within
+// cluster.join-timeout.
+void fail_after_join_timeout(router_ptr self, const std::string& what) {
+  auto& st = self->state;
+  if (st.failure)
+    return;
+  st.failure = make_error(errc::run_failure,
+                          what + " within cluster.join-timeout ("
+                            + std::to_string(st.spec.no_worker_timeout.count())
+                            + " ms)");
+  maybe_finish(self);
+}
+
 // Workers silent past cluster.heartbeat-timeout (beyond their current
 // item) are lost, as if they had died: a hung process keeps its connection
 // open, so no down message would come. With no live worker for
@@ -213,15 +226,9 @@ void check_heartbeats(router_ptr self) {
   }
   auto timeout = ns_of(st.spec.no_worker_timeout);
   auto lost_at = st.book.trainer_lost_at();
-  if (lost_at && now - *lost_at > timeout && !st.failure) {
-    st.failure = make_error(errc::run_failure,
-                            "the trainer exited before the run ended and "
-                            "none rejoined within cluster.join-timeout ("
-                              + std::to_string(
-                                st.spec.no_worker_timeout.count())
-                              + " ms)");
-    maybe_finish(self);
-  }
+  if (lost_at && now - *lost_at > timeout)
+    fail_after_join_timeout(self, "the trainer exited before the run ended "
+                                  "and none rejoined");
   if (st.table.alive_workers() > 0 || st.workers.empty()) {
     st.no_workers_since.reset();
     return;
@@ -232,14 +239,8 @@ void check_heartbeats(router_ptr self) {
                     << st.spec.no_worker_timeout.count()
                     << " ms (cluster.join-timeout) for one to join"
                     << std::endl;
-  } else if (now - *st.no_workers_since > timeout && !st.failure) {
-    st.failure = make_error(errc::run_failure,
-                            "every worker was lost and none joined within "
-                            "cluster.join-timeout ("
-                              + std::to_string(
-                                st.spec.no_worker_timeout.count())
-                              + " ms)");
-    maybe_finish(self);
+  } else if (now - *st.no_workers_since > timeout) {
+    fail_after_join_timeout(self, "every worker was lost and none joined");
   }
 }
 
