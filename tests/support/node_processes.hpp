@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <pty.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,13 +46,20 @@ struct child {
   std::string log;
 };
 
+// `address_space` > 0 limits the child's virtual memory (RLIMIT_AS) to that
+// many bytes: an allocation beyond it fails as on a machine without the
+// memory.
 inline child start(const std::string& program, std::vector<std::string> args,
-            const std::string& log) {
+                   const std::string& log, uint64_t address_space = 0) {
   child c;
   c.log = log;
   c.pid = ::fork();
   BOOST_REQUIRE(c.pid >= 0);
   if (c.pid == 0) {
+    if (address_space > 0) {
+      rlimit limit{address_space, address_space};
+      ::setrlimit(RLIMIT_AS, &limit);
+    }
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(::open("/dev/null", O_RDONLY), 0); // nobody types here
     ::dup2(fd, 1);

@@ -80,6 +80,23 @@ using worker_actor = caf::typed_actor<
   caf::reacts_to<batch_route>,
   caf::replies_to<stats_atom>::with<worker_stats>>;
 
+/// A worker for the router to lease to: its name ("NODE/i", or
+/// "worker-i" in a local run), the machine it runs on (node.host: locality)
+/// and that machine's memory (whether another worker could make a batch
+/// this one could not allocate).
+struct worker_join {
+  worker_actor worker;
+  std::string name;
+  std::string host;
+  uint64_t memory_bytes = 0; ///< 0: unknown
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_join& x) {
+  return f(caf::meta::type_name("worker_join"), x.worker, x.name, x.host,
+           x.memory_bytes);
+}
+
 /// The console's steering of the router (its drain, undrain, pause,
 /// resume, shutdown and trace commands).
 enum class steer_verb : uint8_t {
@@ -136,7 +153,7 @@ typename Inspector::result_type inspect(Inspector& f, window_change& x) {
 }
 
 /// Leases work items to workers (routing_table) and bounds what is in
-/// flight (inflight_window). `join` adds a worker named NAME on HOST;
+/// flight (inflight_window). A worker_join adds a worker;
 /// `credit` comes from the trainer, a batch_ack for each batch it
 /// consumed; `tick` (to itself, every report interval) checks heartbeats
 /// and re-leases stragglers when hedging is on; `saved` (from a trainer
@@ -146,7 +163,7 @@ typename Inspector::result_type inspect(Inspector& f, window_change& x) {
 /// once every item has been acknowledged. Runs on the scheduler: it must
 /// answer in ms.
 using router_actor = caf::typed_actor<
-  caf::reacts_to<join_atom, worker_actor, std::string, std::string>,
+  caf::reacts_to<worker_join>,
   caf::reacts_to<credit_atom, trainer_actor, trainer_hello>,
   caf::reacts_to<batch_ack>,
   caf::reacts_to<done_atom, worker_actor, worker_report>,
@@ -175,6 +192,7 @@ struct node_info {
   std::string host; ///< the machine (node.host): locality for the router
   role_kind role = role_kind::worker; ///< worker or trainer
   uint32_t cores = 0;
+  uint64_t memory_bytes = 0; ///< the machine's (physical_memory_bytes)
   uint32_t workers = 0;  ///< worker actors it runs (worker nodes)
   std::string device;    ///< the trainer's device setting (trainer nodes)
   caf::actor control;    ///< receives `shutdown` at the end of the run
@@ -217,7 +235,7 @@ typename Inspector::result_type inspect(Inspector& f, trainer_endpoint& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
   return f(caf::meta::type_name("node_info"), x.name, x.host, x.role, x.cores,
-           x.workers, x.device, x.control);
+           x.memory_bytes, x.workers, x.device, x.control);
 }
 
 template <class Inspector>
@@ -243,6 +261,7 @@ using wait_atom = caf::atom_constant<caf::atom("wait")>;
 using roster_atom = caf::atom_constant<caf::atom("roster")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using nodes_atom = caf::atom_constant<caf::atom("nodes")>;
+using ping_atom = caf::atom_constant<caf::atom("ping")>;
 
 /// The head's front door, published on `cluster.port`. `hello` answers with
 /// the pipeline (a worker node's answer waits until a trainer has joined, so
@@ -253,14 +272,18 @@ using nodes_atom = caf::atom_constant<caf::atom("nodes")>;
 /// It monitors every node's control actor: when a node's process goes, its
 /// name is free again (a trainer restarted with --resume rejoins under it),
 /// and worker nodes get the endpoint of every trainer that joins after
-/// them. Runs on the scheduler.
+/// them. On `tick` (to itself) it sends `ping` to every node's control, a
+/// fifth of cluster.heartbeat-timeout apart: a node that hears nothing
+/// from the head for the whole timeout knows the head is hung. Runs on the
+/// scheduler.
 using membership_actor = caf::typed_actor<
   caf::replies_to<hello_atom, node_info>::with<welcome>,
   caf::reacts_to<join_atom, std::string, std::vector<worker_actor>>,
   caf::reacts_to<join_atom, std::string, trainer_actor, trainer_endpoint>,
   caf::replies_to<wait_atom>::with<roster>,
   caf::replies_to<roster_atom>::with<roster>,
-  caf::replies_to<nodes_atom>::with<std::vector<node_row>>>;
+  caf::replies_to<nodes_atom>::with<std::vector<node_row>>,
+  caf::reacts_to<tick_atom>>;
 
 /// Registers every message type of messages.hpp and of this header (and
 /// the actor handles above) with `cfg`; call once before the actor system

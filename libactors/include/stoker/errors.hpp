@@ -17,6 +17,7 @@ enum class errc : uint8_t {
   io_failure,         ///< a file could not be read or written
   trainer_failure,    ///< the training step failed
   run_failure,        ///< an actor of the run failed or exited early
+  out_of_memory,      ///< a worker could not allocate a batch
 };
 
 /// The atom that tags Stoker's error category in caf::error.

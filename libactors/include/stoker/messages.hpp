@@ -192,6 +192,9 @@ struct router_summary {
   uint64_t batches_hedged = 0; ///< leased a second time as stragglers
   uint64_t batches_released = 0; ///< re-leased because a worker was lost
   uint64_t batches_resumed = 0;  ///< trained before a restart: skipped
+  /// Training samples in acknowledged batches: what the router can vouch
+  /// for when the trainer cannot answer (a failed run's report).
+  uint64_t samples_acked = 0;
   std::string stopped_by; ///< set when the run was ended early, and how
   std::vector<std::string> lost_workers; ///< died or went silent
   uint64_t samples_expected = 0;
@@ -304,7 +307,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
   return f(caf::meta::type_name("router_summary"), x.policy,
            x.batches_leased, x.batches_acked, x.batches_hedged,
-           x.batches_released, x.batches_resumed, x.stopped_by,
+           x.batches_released, x.batches_resumed, x.samples_acked,
+           x.stopped_by,
            x.lost_workers,
            x.samples_expected, x.wall_ns, x.window, x.window_max,
            x.window_changes, x.window_last_change, x.placement, x.gpu_share,

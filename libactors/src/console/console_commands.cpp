@@ -255,23 +255,6 @@ std::string human_number(double value) {
   return text;
 }
 
-std::string human_bytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  size_t u = 0;
-  while (v >= 1024 && u + 1 < std::size(units)) {
-    v /= 1024;
-    ++u;
-  }
-  char text[32];
-  if (u == 0)
-    std::snprintf(text, sizeof(text), "%llu B",
-                  static_cast<unsigned long long>(bytes));
-  else
-    std::snprintf(text, sizeof(text), "%.1f %s", v, units[u]);
-  return text;
-}
-
 std::string human_duration_ns(uint64_t ns) {
   char text[32];
   double v = static_cast<double>(ns);

@@ -8,6 +8,8 @@
 
 #include <caf/expected.hpp>
 
+#include "core/machine.hpp" // human_bytes
+
 namespace stoker {
 
 /// One line a console user typed, split into words: `set router.policy
@@ -69,8 +71,6 @@ std::string format_table(const std::vector<std::string>& headers,
 /// 1234567 -> "1.23M", 950 -> "950", 0.5 -> "0.5" (3 significant digits).
 std::string human_number(double value);
 
-/// Bytes with a binary unit: 1536 -> "1.5 KiB", 38535168 -> "36.8 MiB".
-std::string human_bytes(uint64_t bytes);
 
 /// Nanoseconds as the largest sensible unit: "850 us", "12.3 ms", "4.20 s".
 std::string human_duration_ns(uint64_t ns);

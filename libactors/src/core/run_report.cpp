@@ -94,6 +94,7 @@ run_report make_report(const router_summary& router,
   r.placement_changes = router.placement_changes;
   r.placement_last_change = router.placement_last_change;
   r.placement_reason = router.placement_reason;
+  r.status = router.stopped_by.empty() ? "ok" : "stopped";
   r.rejected_batches = trainer.rejected_batches;
   r.first_error = trainer.first_error;
   r.skipped_files = trainer.skipped_samples;
@@ -124,9 +125,30 @@ run_report make_report(const router_summary& router,
   return r;
 }
 
+run_report make_failed_report(const router_summary& so_far,
+                              const trainer_stats* trainer,
+                              const std::vector<worker_stats>& workers,
+                              const std::string& why) {
+  trainer_stats none;
+  auto r = make_report(so_far, trainer != nullptr ? *trainer : none, workers);
+  if (trainer == nullptr) {
+    r.samples_delivered = so_far.samples_acked;
+    r.missing = so_far.samples_expected
+                - std::min(so_far.samples_expected, so_far.samples_acked);
+    auto wall = r.wall_s;
+    r.throughput_sps = wall > 0 ? static_cast<double>(so_far.samples_acked)
+                                    / wall
+                                : 0;
+  }
+  r.status = "failed";
+  r.first_error = why;
+  return r;
+}
+
 std::string to_json(const run_report& r) {
   std::ostringstream out;
   out << "{\n"
+      << "  \"status\": " << quoted(r.status) << ",\n"
       << "  \"samples_delivered\": " << r.samples_delivered << ",\n"
       << "  \"duplicates\": " << r.duplicates << ",\n"
       << "  \"missing\": " << r.missing << ",\n"

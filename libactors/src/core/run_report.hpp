@@ -21,6 +21,9 @@ struct worker_entry {
 /// What a run did, as written by --report=PATH. Field names are a stable
 /// interface: later features add fields, never rename these.
 struct run_report {
+  /// How the run ended: "ok" (every item acknowledged), "stopped" (ended
+  /// on purpose: stopped_by says how) or "failed" (first_error says why).
+  std::string status = "ok";
   uint64_t samples_delivered = 0; ///< samples trained on, duplicates included
   uint64_t duplicates = 0;
   uint64_t missing = 0; ///< samples of the run never trained on
@@ -72,6 +75,15 @@ struct run_report {
 run_report make_report(const router_summary& router,
                        const trainer_stats& trainer,
                        const std::vector<worker_stats>& workers);
+
+/// The report of a run that failed: status "failed", `why` as
+/// first_error, and the counts so far. Without the trainer's counters (it
+/// died, or does not answer) the samples delivered are the router's
+/// acknowledged ones and the trainer's own fields stay empty.
+run_report make_failed_report(const router_summary& so_far,
+                              const trainer_stats* trainer,
+                              const std::vector<worker_stats>& workers,
+                              const std::string& why);
 
 /// The report as a JSON object (pretty-printed, one key per line).
 std::string to_json(const run_report& report);

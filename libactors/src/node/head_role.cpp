@@ -71,7 +71,8 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
   auto source = spawn_source(sys, cfg.pipeline.source);
   auto router = spawn_router(sys, source, cfg.pipeline.router,
                              plan.total_samples(),
-                             batch_wire_bytes(cfg.pipeline));
+                             batch_wire_bytes(cfg.pipeline),
+                             router_scope::cluster);
   auto front_door = spawn_membership(sys, cfg, router);
   caf::scoped_actor self{sys};
   auto stop = [&] {
@@ -146,7 +147,14 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
         result = collect_report(self, summary, members.trainers.front(),
                                 members.workers);
       },
-      [&](caf::error& err) { result = std::move(err); });
+      [&](caf::error& err) {
+        members = current_roster(self, front_door);
+        trainer_actor trainer;
+        if (!members.trainers.empty())
+          trainer = members.trainers.front();
+        result = collect_failed_report(self, router, trainer, members.workers,
+                                       err);
+      });
   int code = finish_run(result, cfg);
   consoles = node_consoles{}; // closes every console
   shut_down_nodes(self, current_roster(self, front_door));

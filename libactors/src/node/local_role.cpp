@@ -8,7 +8,9 @@
 #include "stoker/actors.hpp"
 #include "stoker/errors.hpp"
 #include "console/node_consoles.hpp"
+#include "core/machine.hpp"
 #include "data/epoch_source.hpp"
+#include "node/roles.hpp"
 #include "node/run_outcome.hpp"
 #include "routing/router_actor.hpp"
 #include "routing/source_actor.hpp"
@@ -52,7 +54,8 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
   auto source = spawn_source(sys, cfg.pipeline.source);
   auto router = spawn_router(sys, source, cfg.pipeline.router,
                              plan.total_samples(),
-                             batch_wire_bytes(cfg.pipeline));
+                             batch_wire_bytes(cfg.pipeline),
+                             router_scope::local);
   auto trainer = spawn_trainer(sys, cfg, reg, router);
   caf::scoped_actor self{sys};
   auto stop = [&](auto&&... actors) {
@@ -73,8 +76,12 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
     setup.name = "worker-" + std::to_string(i);
     auto name = setup.name;
     workers.push_back(spawn_worker(sys, std::move(setup), router));
-    self->send(router, join_atom::value, workers.back(), name,
-               cfg.node.host);
+    worker_join join;
+    join.worker = workers.back();
+    join.name = name;
+    join.host = cfg.node.host;
+    join.memory_bytes = physical_memory_bytes();
+    self->send(router, std::move(join));
   }
   auto consoles = node_consoles::open(sys, cfg.node.console,
                                       local_console_target(cfg, router,
@@ -89,7 +96,14 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
         [&](router_summary& summary) {
           result = collect_report(self, summary, *trainer, workers);
         },
-        [&](caf::error& err) { result = std::move(err); });
+        [&](caf::error& err) {
+          // The workers stop now (each after its current item); the report
+          // says how far the run got.
+          for (auto& w : workers)
+            stop(w);
+          result = collect_failed_report(self, router, *trainer, workers,
+                                         err);
+        });
   consoles = node_consoles{}; // before the actors they ask
   for (auto& w : workers)
     stop(w);
@@ -100,7 +114,12 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
 int local_role_main(caf::actor_system& sys, const run_config& cfg,
                     const registry& reg) {
   print_banner(cfg);
-  return finish_run(run_local(sys, cfg, reg), cfg);
+  auto code = finish_run(run_local(sys, cfg, reg), cfg);
+  // Detached workers finish their current item before they see an exit
+  // (one can take minutes, or never end on a machine without the memory):
+  // nothing they do now counts, so the process does not wait for them.
+  bound_shutdown(code, std::chrono::seconds(3));
+  return code;
 }
 
 } // namespace stoker

@@ -1,6 +1,7 @@
 #include "node/roles.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -10,7 +11,9 @@
 
 #include "stoker/errors.hpp"
 #include "stoker/registry.hpp"
+#include "core/machine.hpp"
 #include "core/peak_rss.hpp"
+#include "node/prepare_run.hpp"
 #include "train/trainer_actor.hpp"
 #include "transport/batch_channel.hpp"
 #include "worker/worker_actor.hpp"
@@ -55,6 +58,10 @@ namespace {
 struct local_part {
   std::vector<caf::actor> actors;
   std::unique_ptr<batch_listener> stream; // trainer nodes: the batch stream
+  // Set before the actors are told to exit: a worker then drops a batch it
+  // cannot send instead of falling back and saying so.
+  std::shared_ptr<std::atomic<bool>> stopping
+    = std::make_shared<std::atomic<bool>>(false);
 };
 
 // A worker node: connects straight to every trainer (so batches do not pass
@@ -82,6 +89,7 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
                                            + "': "
                                            + describe(common.error()));
   common->routes = routes;
+  common->stopping = local.stopping;
   std::vector<worker_actor> workers;
   for (uint32_t i = 0; i < cfg.node.workers; ++i) {
     auto setup = *common;
@@ -163,6 +171,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   info.host = cfg.node.host;
   info.role = cfg.node.role;
   info.cores = std::max(1u, std::thread::hardware_concurrency());
+  info.memory_bytes = physical_memory_bytes();
   info.workers = worker ? cfg.node.workers : 0;
   info.device = worker ? "" : to_string(cfg.node.trainer.device);
   info.control = caf::actor_cast<caf::actor>(self);
@@ -177,7 +186,11 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   }
   // The head's pipeline is the one this node runs: refuse to join if this
   // build cannot run it (another binary, without the user's entries).
-  if (auto err = check_pipeline_names(reg, hello->pipeline)) {
+  // Nor a batch this machine can never hold (the head checked its own).
+  auto err = check_pipeline_names(reg, hello->pipeline);
+  if (!err)
+    err = check_batch_fits(hello->pipeline, physical_memory_bytes());
+  if (err) {
     std::cerr << "stoker-node: node '" << cfg.node.name
               << "' refuses to join: " << describe(err) << std::endl;
     return 1;
@@ -198,12 +211,17 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
               << local->stream->port();
   std::cout << std::endl;
   int code = 0;
+  // The head pings every node a fifth of this apart (membership_actor): a
+  // head silent this long is hung (kill -STOP keeps its connections open,
+  // so no down message comes).
+  auto silence = mine.pipeline.router.heartbeat_timeout;
   for (bool running = true; running;)
     self->receive(
       [&](shutdown_atom) {
         running = false;
         return done_atom::value;
       },
+      [&](ping_atom) {},
       [&](trainer_endpoint& t) {
         // A trainer joined after this worker node: connect, and give every
         // local worker its batch stream.
@@ -228,9 +246,20 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
           code = 1;
           running = false;
         }
+      },
+      caf::after(silence) >> [&] {
+        std::cerr << "stoker-node: the head at " << c.head_host << ":"
+                  << c.head_port << " has been silent for "
+                  << silence.count()
+                  << " ms (cluster.heartbeat-timeout): it is hung or cut "
+                     "off; node '"
+                  << cfg.node.name << "' stops" << std::endl;
+        code = 1;
+        running = false;
       });
   // Stop the local actors and wait until they are gone, so the actor
   // system's shutdown has nothing left to wait for.
+  *local->stopping = true;
   for (auto& a : local->actors) {
     self->monitor(a);
     self->send_exit(a, caf::exit_reason::user_shutdown);

@@ -1,6 +1,7 @@
 #include "node/membership_actor.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <iostream>
 #include <map>
@@ -16,10 +17,11 @@ namespace {
 
 struct membership_state {
   pipeline_options pipeline; // what every node runs
+  std::chrono::milliseconds ping_interval{1000}; // to every node's control
   router_actor router;
   membership members{{}};
   roster current;
-  std::map<std::string, std::string> hosts; // node name -> node.host
+  std::map<std::string, node_info> hellos; // by node name: what it said
   std::map<caf::actor_addr, std::string> names; // control -> node name
   std::vector<caf::actor> worker_controls;      // told of new trainers
   std::vector<node_row> rows;                   // every node seen
@@ -70,6 +72,9 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
     expected.push_back(node.name);
   st.members = membership{std::move(expected)};
   st.pipeline = std::move(cfg.pipeline);
+  st.ping_interval = std::max(std::chrono::milliseconds{50},
+                              st.pipeline.router.heartbeat_timeout / 5);
+  self->delayed_send(self, st.ping_interval, tick_atom::value);
   st.router = std::move(router);
   self->set_down_handler([=](caf::down_msg& msg) {
     auto& s = self->state;
@@ -116,7 +121,7 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
                 << (worker ? ", " + std::to_string(info.workers) + " workers"
                            : ", device " + info.device)
                 << ")" << std::endl;
-      s.hosts[info.name] = info.host;
+      s.hellos[info.name] = info;
       node_row row;
       row.name = info.name;
       row.role = info.role;
@@ -145,9 +150,14 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
     },
     [=](join_atom, std::string& node, std::vector<worker_actor>& workers) {
       auto& s = self->state;
+      auto& hello = s.hellos[node];
       for (size_t i = 0; i < workers.size(); ++i) {
-        self->send(s.router, join_atom::value, workers[i],
-                   node + "/" + std::to_string(i), s.hosts[node]);
+        worker_join join;
+        join.worker = workers[i];
+        join.name = node + "/" + std::to_string(i);
+        join.host = hello.host;
+        join.memory_bytes = hello.memory_bytes;
+        self->send(s.router, std::move(join));
         s.current.workers.push_back(workers[i]);
       }
       joined(self, node);
@@ -173,6 +183,11 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
       s.waiting_for_all.push_back(
         self->template make_response_promise<roster>());
       return s.waiting_for_all.back();
+    },
+    [=](tick_atom) {
+      for (auto& control : self->state.current.controls)
+        caf::anon_send(control, ping_atom::value);
+      self->delayed_send(self, self->state.ping_interval, tick_atom::value);
     },
     [=](nodes_atom) { return self->state.rows; },
     [=](roster_atom) {

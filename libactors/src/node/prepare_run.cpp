@@ -9,6 +9,7 @@
 #include "stoker/errors.hpp"
 #include "stoker/registry.hpp"
 #include "data/resolve.hpp"
+#include "core/machine.hpp"
 #include "kernels/blur.hpp"
 
 namespace stoker {
@@ -26,6 +27,42 @@ void complete_node(node_options& node) {
   if (node.workers == 0)
     node.workers = std::max(1u, std::thread::hardware_concurrency());
 }
+
+std::string shape_of(const pipeline_options& p) {
+  auto& o = p.data.output;
+  return std::to_string(p.source.batch_size) + " images of "
+         + std::to_string(o.height) + "x" + std::to_string(o.width) + "x"
+         + std::to_string(o.channels);
+}
+
+} // namespace
+
+caf::error check_batch_fits(const pipeline_options& p,
+                            uint64_t machine_bytes) {
+  auto wire = batch_wire_bytes(p);
+  auto floats = batch_float_bytes(p);
+  if (wire > p.router.max_inflight_bytes)
+    return make_error(
+      errc::invalid_config,
+      "a batch of " + shape_of(p) + " (pipeline.batch-size and the image "
+        + "shape) is " + human_bytes(wire) + " on the wire ("
+        + to_string(p.transport.wire) + "), more than "
+        + "router.max-inflight-bytes = "
+        + std::to_string(p.router.max_inflight_bytes) + " ("
+        + human_bytes(p.router.max_inflight_bytes)
+        + "); expected a batch that fits in it: a smaller batch or image, "
+          "or a larger router.max-inflight-bytes");
+  if (machine_bytes > 0 && floats > machine_bytes)
+    return make_error(
+      errc::invalid_config,
+      "a batch of " + shape_of(p) + " is " + human_bytes(floats)
+        + " as float32, more than this machine's memory ("
+        + human_bytes(machine_bytes)
+        + "); expected a batch that fits: a smaller batch or image");
+  return caf::none;
+}
+
+namespace {
 
 caf::error check_names(const pipeline_options& p, const registry& reg) {
   if (auto err = reg.check_source(p.data.source))
@@ -91,9 +128,14 @@ caf::error prepare_run(run_config& cfg, const registry& reg) {
   m.image_width = p.data.output.width;
   m.channels = p.data.output.channels;
   m.num_classes = p.data.num_classes;
-  if (looks && cfg.node.trainer.device != device_kind::sim)
-    if (auto err = check_model(p, reg))
+  if (looks) {
+    // Before anything is allocated: a batch that can never fit here.
+    if (auto err = check_batch_fits(p, physical_memory_bytes()))
       return err;
+    if (cfg.node.trainer.device != device_kind::sim)
+      if (auto err = check_model(p, reg))
+        return err;
+  }
   stamp_versions(p, reg); // what the head's nodes must have
   return caf::none;
 }

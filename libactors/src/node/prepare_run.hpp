@@ -3,6 +3,8 @@
 // Between reading a config and running a role: what needs the registry,
 // the data and the machine.
 
+#include <cstdint>
+
 #include <caf/error.hpp>
 
 #include "stoker/options.hpp"
@@ -23,5 +25,14 @@ class registry;
 /// blur) also checks the blur against this CPU. Errors
 /// (errc::invalid_config) name the key and what was expected.
 caf::error prepare_run(run_config& cfg, const registry& reg);
+
+/// Whether one batch of the resolved `pipeline` can ever be made: no
+/// larger on the wire than router.max-inflight-bytes (the router could
+/// never lease it) and, as float32, than `machine_bytes` (0: unknown). The
+/// error (errc::invalid_config) names the shape, both sizes and the key.
+/// prepare_run checks it before anything is allocated; a worker or trainer
+/// node checks the head's pipeline against its own memory when it joins.
+caf::error check_batch_fits(const pipeline_options& pipeline,
+                            uint64_t machine_bytes);
 
 } // namespace stoker

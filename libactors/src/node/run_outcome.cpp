@@ -2,6 +2,7 @@
 
 #include <iomanip>
 #include <iostream>
+#include <optional>
 
 #include "stoker/errors.hpp"
 #include "core/peak_rss.hpp"
@@ -9,25 +10,60 @@
 
 namespace stoker {
 
+namespace {
+
+// Every worker's counters that arrive within `wait`, asked all at once: a
+// worker the router lost (dead, or hung) or one still busy on an item has
+// none to give in time; the report names the lost under lost_workers.
+std::vector<worker_stats> gather_worker_stats(caf::scoped_actor& self,
+                                              const std::vector<worker_actor>&
+                                                workers,
+                                              std::chrono::milliseconds wait) {
+  std::vector<worker_stats> out;
+  for (auto& w : workers)
+    self->send(w, stats_atom::value);
+  bool waiting = true;
+  self->receive_while([&] { return waiting && out.size() < workers.size(); })(
+    [&](worker_stats& s) { out.push_back(std::move(s)); },
+    caf::after(wait) >> [&] { waiting = false; });
+  return out;
+}
+
+} // namespace
+
 caf::expected<run_report>
 collect_report(caf::scoped_actor& self, const router_summary& summary,
                const trainer_actor& trainer,
                const std::vector<worker_actor>& workers) {
   caf::error failure;
   trainer_stats tstats;
-  std::vector<worker_stats> wstats;
   self->request(trainer, caf::infinite, stats_atom::value)
     .receive([&](trainer_stats& s) { tstats = std::move(s); },
              [&](caf::error& err) { failure = std::move(err); });
-  // A worker the router lost (dead, or hung: it would never answer) has no
-  // stats to give; the report names it under lost_workers.
-  for (auto& w : workers)
-    self->request(w, std::chrono::seconds(2), stats_atom::value)
-      .receive([&](worker_stats& s) { wstats.push_back(std::move(s)); },
-               [&](caf::error&) {});
+  auto wstats = gather_worker_stats(self, workers, std::chrono::seconds(2));
   if (failure)
     return failure;
   return make_report(summary, tstats, wstats);
+}
+
+run_report collect_failed_report(caf::scoped_actor& self,
+                                 const router_actor& router,
+                                 const trainer_actor& trainer,
+                                 const std::vector<worker_actor>& workers,
+                                 const caf::error& why) {
+  constexpr auto wait = std::chrono::milliseconds(500);
+  router_summary so_far;
+  self->request(router, wait, status_atom::value)
+    .receive([&](router_status& st) { so_far = std::move(st.summary); },
+             [](caf::error&) {});
+  std::optional<trainer_stats> tstats;
+  if (trainer)
+    self->request(trainer, wait, stats_atom::value)
+      .receive([&](trainer_stats& s) { tstats = std::move(s); },
+               [](caf::error&) {});
+  auto wstats = gather_worker_stats(self, workers, wait);
+  return make_failed_report(so_far, tstats ? &*tstats : nullptr, wstats,
+                            describe(why));
 }
 
 namespace {
@@ -83,6 +119,20 @@ int finish_run(const caf::expected<run_report>& report,
     return 1;
   }
   auto& r = *report;
+  if (r.status == "failed") {
+    std::cerr << "stoker-node: run failed: " << r.first_error << std::endl;
+    std::cout << "  so far: " << r.samples_delivered
+              << " samples delivered, " << r.missing << " missing"
+              << std::endl;
+    if (!cfg.node.report_path.empty()) {
+      if (auto err = write_report(r, cfg.node.report_path))
+        std::cerr << "stoker-node: " << describe(err) << std::endl;
+      else
+        std::cout << "report written to " << cfg.node.report_path
+                  << std::endl;
+    }
+    return 1;
+  }
   std::cout << std::fixed << std::setprecision(2) << "run: "
             << r.samples_delivered << " samples in " << r.wall_s << " s ("
             << r.throughput_sps << " samples/s), " << r.steps << " steps on "

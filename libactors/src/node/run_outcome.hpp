@@ -21,9 +21,19 @@ collect_report(caf::scoped_actor& self, const router_summary& summary,
                const trainer_actor& trainer,
                const std::vector<worker_actor>& workers);
 
-/// Prints the outcome of a run (or its error), writes the report if asked.
-/// Returns the process exit code: 0 when every sample was trained on
-/// exactly once, 1 otherwise.
+/// The report of a run that ended with `why`: the router's counts so far,
+/// the trainer's and workers' if they answer within half a second each
+/// (`trainer` may be null: none, or it died), status "failed". Never
+/// blocks longer than that, whatever the actors are doing.
+run_report collect_failed_report(caf::scoped_actor& self,
+                                 const router_actor& router,
+                                 const trainer_actor& trainer,
+                                 const std::vector<worker_actor>& workers,
+                                 const caf::error& why);
+
+/// Prints the outcome of a run (or its error), writes the report if asked
+/// (a failed run's too). Returns the process exit code: 0 when every
+/// sample was trained on exactly once, 1 otherwise.
 int finish_run(const caf::expected<run_report>& report,
                const run_config& cfg);
 

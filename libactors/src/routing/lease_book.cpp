@@ -88,6 +88,8 @@ std::optional<uint64_t> lease_book::ack(uint64_t batch_id, uint64_t now_ns) {
   if (i == leases_.end())
     return std::nullopt; // a late answer for a batch acknowledged already
   auto took = now_ns - std::min(now_ns, i->second.leased_ns);
+  if (i->second.item.part == split::train)
+    counters_.acked_samples += i->second.item.sample_ids.size();
   recent_ns_.push_back(took);
   if (recent_ns_.size() > hedge_history)
     recent_ns_.pop_front();

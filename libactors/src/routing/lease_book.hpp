@@ -30,6 +30,7 @@ struct lease_order {
 struct lease_counters {
   uint64_t leased = 0;   ///< items leased from the pending queue
   uint64_t acked = 0;    ///< leases the trainer acknowledged
+  uint64_t acked_samples = 0; ///< training samples in those batches
   uint64_t hedged = 0;   ///< stragglers leased a second time
   uint64_t released = 0; ///< re-leased because a worker was lost
   uint64_t resumed = 0;  ///< trained before a restart: skipped

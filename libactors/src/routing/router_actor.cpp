@@ -31,6 +31,7 @@ router_summary router_state::current_summary() const {
   out.batches_released = c.released;
   out.batches_resumed = c.resumed;
   out.batches_gpu_blur = c.gpu_blur;
+  out.samples_acked = c.acked_samples;
   out.policy = to_string(table.policy());
   if (window) {
     out.window = window->size();
@@ -148,6 +149,39 @@ void lose_worker(router_ptr self, size_t index, const std::string& why) {
   send_leases(self, std::move(orders));
 }
 
+// A worker's actor exited. A batch it could not make fails the run at once
+// when no other worker could do better: the same item fails the same way
+// everywhere, and one too large for its machine's memory fails on every
+// machine with no more memory. Otherwise it is lost like a dead worker.
+void worker_exited(router_ptr self, size_t index, const caf::error& reason) {
+  auto& st = self->state;
+  auto why = reason ? "it exited: " + describe(reason)
+                    : std::string{"it exited"};
+  bool hopeless = is(reason, errc::bad_batch);
+  if (is(reason, errc::out_of_memory)) {
+    auto mine = st.worker_memory[index];
+    hopeless = true;
+    for (size_t i = 0; i < st.workers.size(); ++i)
+      if (i != index && st.table.workers()[i].alive
+          && (mine == 0 || st.worker_memory[i] == 0
+              || st.worker_memory[i] > mine))
+        hopeless = false; // another machine may hold it
+  }
+  if (!hopeless) {
+    lose_worker(self, index, why);
+    return;
+  }
+  // Nothing is re-leased: another worker would fail the same way.
+  st.table.remove_worker(index);
+  st.summary.lost_workers.push_back(st.table.workers()[index].name);
+  if (!st.failure)
+    st.failure = make_error(errc::run_failure,
+                            "worker '" + st.table.workers()[index].name
+                              + "' could not make a batch, and no other "
+                                "worker could do better: "
+                              + describe(reason));
+}
+
 void dispatch(router_ptr self) {
   auto& st = self->state;
   // Orphans first: they are leased already, waiting for a live worker.
@@ -174,6 +208,13 @@ void lose_trainer(router_ptr self, const std::string& why) {
   auto& st = self->state;
   auto reason = "the trainer exited before the run ended"
                 + (why.empty() ? std::string{} : ": " + why);
+  if (st.scope == router_scope::local) {
+    // Nothing can restart it in this process (a restarted local run with
+    // --resume continues from its checkpoint).
+    if (!st.failure)
+      st.failure = make_error(errc::run_failure, reason);
+    return;
+  }
   if (!st.book.trainer_checkpoints()) {
     if (!st.failure)
       st.failure = make_error(errc::run_failure, reason);
@@ -231,6 +272,14 @@ void check_heartbeats(router_ptr self) {
                                   "and none rejoined");
   if (st.table.alive_workers() > 0 || st.workers.empty()) {
     st.no_workers_since.reset();
+    return;
+  }
+  if (st.scope == router_scope::local) { // no worker can join a local run
+    if (!st.failure)
+      st.failure = make_error(errc::run_failure,
+                              "every worker was lost; a local run has no "
+                              "other to wait for");
+    maybe_finish(self);
     return;
   }
   if (!st.no_workers_since) {
@@ -334,9 +383,11 @@ void on_report(router_ptr self, const worker_actor& worker,
 router_actor::behavior_type router_fn(router_ptr self, source_actor source,
                                       router_spec spec,
                                       uint64_t expected_samples,
-                                      uint64_t batch_bytes) {
+                                      uint64_t batch_bytes,
+                                      router_scope scope) {
   auto& st = self->state;
   st.spec = spec;
+  st.scope = scope;
   st.table = routing_table{spec.policy, ns_of(3 * spec.report_interval), 0};
   st.limits.initial = spec.window;
   st.limits.max_bytes = spec.max_inflight_bytes;
@@ -355,9 +406,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
     if (s.run_requested && !s.run_promise.pending())
       return; // the run is over: actors exiting now are the shutdown
     if (auto i = s.worker_index.find(msg.source); i != s.worker_index.end()) {
-      lose_worker(self, i->second,
-                  msg.reason ? "it exited: " + describe(msg.reason)
-                             : std::string{"it exited"});
+      worker_exited(self, i->second, msg.reason);
       dispatch(self);
       maybe_finish(self);
       return;
@@ -375,14 +424,15 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
     maybe_finish(self);
   });
   return {
-    [=](join_atom, worker_actor& worker, std::string& name,
-        std::string& host) {
+    [=](worker_join& join) {
       auto& s = self->state;
-      self->monitor(worker);
-      s.worker_index.emplace(caf::actor_cast<caf::actor_addr>(worker),
-                             s.table.add_worker(std::move(name),
-                                                std::move(host), s.now_ns()));
-      s.workers.push_back(std::move(worker));
+      self->monitor(join.worker);
+      s.worker_index.emplace(caf::actor_cast<caf::actor_addr>(join.worker),
+                             s.table.add_worker(std::move(join.name),
+                                                std::move(join.host),
+                                                s.now_ns()));
+      s.workers.push_back(std::move(join.worker));
+      s.worker_memory.push_back(join.memory_bytes);
       s.busy_total.resize(s.workers.size(), 0);
       s.busy_at_period.resize(s.workers.size(), 0);
       dispatch(self);
@@ -433,9 +483,9 @@ namespace stoker {
 
 router_actor spawn_router(caf::actor_system& sys, source_actor source,
                           const router_spec& spec, uint64_t expected_samples,
-                          uint64_t batch_bytes) {
+                          uint64_t batch_bytes, router_scope scope) {
   return sys.spawn(detail::router_fn, std::move(source), spec,
-                   expected_samples, batch_bytes);
+                   expected_samples, batch_bytes, scope);
 }
 
 } // namespace stoker

@@ -12,12 +12,23 @@
 
 namespace stoker {
 
+/// Whether nodes can join the run the router serves.
+enum class router_scope {
+  /// A local run: no worker can join and no trainer can come back, so
+  /// losing every worker, or the trainer, fails the run at once.
+  local,
+  /// A head's: a lost trainer that saves checkpoints may come back with
+  /// --resume, and workers may join; each is waited for up to
+  /// cluster.join-timeout.
+  cluster,
+};
+
 /// Spawns a router that pulls from `source` and leases by `spec`; it
 /// expects `expected_samples` acknowledged samples before `run` answers.
 /// `batch_bytes` (one batch on the wire) turns the byte budget into a
 /// window ceiling.
 router_actor spawn_router(caf::actor_system& sys, source_actor source,
                           const router_spec& spec, uint64_t expected_samples,
-                          uint64_t batch_bytes);
+                          uint64_t batch_bytes, router_scope scope);
 
 } // namespace stoker

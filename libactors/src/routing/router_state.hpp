@@ -16,6 +16,7 @@
 #include "routing/inflight_window.hpp"
 #include "routing/lease_book.hpp"
 #include "routing/offload.hpp"
+#include "routing/router_actor.hpp"
 #include "routing/routing_table.hpp"
 
 namespace stoker::detail {
@@ -24,6 +25,7 @@ using clock_type = std::chrono::steady_clock;
 
 struct router_state {
   router_spec spec;
+  router_scope scope = router_scope::cluster;
   // -- the plain parts the actor is glue over
   lease_book book;   // every work item from the source to the ack
   routing_table table{routing_policy::least_loaded};
@@ -35,6 +37,7 @@ struct router_state {
   // -- the actors it talks to
   source_actor source;
   std::vector<worker_actor> workers; // by routing table index
+  std::vector<uint64_t> worker_memory; // its machine's, 0: unknown
   std::map<caf::actor_addr, size_t> worker_index;
   trainer_actor trainer;
   uint64_t trainer_heard_ns = 0; // its last credit, ack or `saved`

@@ -39,6 +39,13 @@ public:
   /// fail on any worker.
   image_batch make(const work_item& item, double slowdown = 1.0) const;
 
+  /// The bytes of `item`'s images as float32: what make() allocates.
+  uint64_t float_bytes(const work_item& item) const noexcept {
+    auto& o = pipeline_.data.output;
+    return uint64_t{item.sample_ids.size()} * o.height * o.width * o.channels
+           * sizeof(float);
+  }
+
   pipeline_kind kind() const noexcept {
     return pipeline_.kind;
   }

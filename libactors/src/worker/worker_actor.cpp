@@ -10,6 +10,8 @@
 
 #include "stoker/actors.hpp"
 #include "stoker/errors.hpp"
+#include "core/machine.hpp"
+#include "worker/worker_pulse.hpp"
 #include "transport/batch_channel.hpp"
 #include "transport/batch_check.hpp"
 #include "transport/batch_codec.hpp"
@@ -25,6 +27,10 @@ struct worker_state {
   clock_type::time_point started = clock_type::now();
   std::vector<batch_route> routes;
   std::vector<std::optional<batch_sender>> senders; // one per route
+  // Set by the node when it shuts down: a batch that cannot be sent then
+  // is dropped without a word (the run is over).
+  std::shared_ptr<const std::atomic<bool>> stopping;
+  std::unique_ptr<worker_pulse> pulse; // alive while busy on one item
   static constexpr const char* name = "stoker.worker";
 };
 
@@ -39,9 +45,12 @@ void deliver(worker_ptr self, image_batch&& batch,
     auto& route = st.routes[i];
     if (route.port == 0 || route.trainer.address() != trainer.address())
       continue;
+    bool stopping = st.stopping && *st.stopping;
     auto& sender = st.senders[i];
     if (!sender) {
       auto opened = batch_sender::connect(route.host, route.port);
+      if (!opened && stopping)
+        return; // told to shut down: no fallback, and nothing to say
       if (!opened) {
         caf::aout(self) << "worker '" << st.stats.name << "': "
                         << describe(opened.error())
@@ -54,6 +63,8 @@ void deliver(worker_ptr self, image_batch&& batch,
     auto err = sender->send(batch);
     if (!err)
       return;
+    if (stopping)
+      return; // told to shut down: no fallback, and nothing to say
     caf::aout(self) << "worker '" << st.stats.name << "': " << describe(err)
                     << "; sending batches as CAF messages" << std::endl;
     sender.reset();
@@ -84,17 +95,44 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
   self->state.stats.name = setup.name;
   self->state.senders.resize(setup.routes.size());
   self->state.routes = std::move(setup.routes);
+  self->state.stopping = setup.stopping;
   auto interval = setup.report_interval;
+  // The pulse's thread holds no strong reference: the worker may go.
+  auto weak = caf::actor_cast<caf::weak_actor_ptr>(self);
+  self->state.pulse = std::make_unique<worker_pulse>(
+    interval, [weak, router](const worker_report& report) {
+      if (auto strong = caf::actor_cast<caf::strong_actor_ptr>(weak))
+        caf::anon_send(router, done_atom::value,
+                       caf::actor_cast<worker_actor>(strong), report);
+    });
   self->delayed_send(self, interval, tick_atom::value);
   auto me = [self] { return caf::actor_cast<worker_actor>(self); };
   return {
     [=](const work_item& item, const trainer_actor& trainer) {
       auto& st = self->state;
       auto t0 = clock_type::now();
+      st.pulse->busy(make_report(self));
+      // Whatever happens below (sending included), it stops with the item.
+      struct idle_at_end {
+        worker_pulse& pulse;
+        ~idle_at_end() {
+          pulse.idle();
+        }
+      } idle{*st.pulse};
       image_batch batch;
       try {
         batch = setup.maker->make(item, setup.slowdown);
         encode_batch(batch, setup.wire);
+      } catch (const std::bad_alloc&) {
+        // Another machine may have the memory: the router decides.
+        self->quit(make_error(
+          errc::out_of_memory,
+          "worker '" + st.stats.name + "', batch "
+            + std::to_string(item.batch_id) + ": cannot allocate its "
+            + std::to_string(item.sample_ids.size()) + " images ("
+            + human_bytes(setup.maker->float_bytes(item))
+            + " as float32): out of memory"));
+        return;
       } catch (const std::exception& e) {
         // The same item would fail on any worker: stop loudly.
         self->quit(make_error(errc::bad_batch,

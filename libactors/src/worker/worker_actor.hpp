@@ -2,6 +2,7 @@
 
 // The CPU worker actor: glue over the mappers and transforms below it.
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -30,6 +31,10 @@ struct worker_setup {
   /// (one connection per worker, opened on first use); any other trainer
   /// gets it as a CAF message.
   std::vector<batch_route> routes;
+  /// The node sets it when it shuts down, before it stops its workers: a
+  /// batch that cannot be sent then is dropped silently, not sent another
+  /// way (the run is over). Null: never.
+  std::shared_ptr<const std::atomic<bool>> stopping;
 };
 
 /// The setup every worker of a node of `cfg` starts from: the node's
