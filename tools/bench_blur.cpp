@@ -6,6 +6,7 @@
 // medians of the per-round ratios. Run through tools/bench-blur.
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -193,6 +194,9 @@ int main(int argc, char** argv) {
   row parallel{"blur stage on all workers' threads at once", {}};
   row pipeline{"local pipeline: workers -> router -> sim", {}};
   std::vector<double> vs_ideal, vs_parallel, vs_reference;
+  // Minor page faults per batch in the pipeline's steady state (the run
+  // report's per-thread figures): fresh buffers on the data path show here.
+  std::vector<double> worker_faults, trainer_faults;
   for (int round = 0; round < rounds; ++round) {
     double copy = rate(batch, min_seconds / 2, copy_loop);
     // Remove the copy that keeps the input intact from the blur rows.
@@ -249,6 +253,11 @@ int main(int argc, char** argv) {
       return 1;
     }
     pipeline.values.push_back(report->throughput_sps);
+    for (auto& w : report->workers)
+      if (!std::isnan(w.minor_faults_per_batch))
+        worker_faults.push_back(w.minor_faults_per_batch);
+    if (!std::isnan(report->trainer_minor_faults_per_batch))
+      trainer_faults.push_back(report->trainer_minor_faults_per_batch);
     vs_ideal.push_back(pipeline.values.back()
                        / (workers * stage.values.back()));
     vs_parallel.push_back(pipeline.values.back() / parallel.values.back());
@@ -284,5 +293,13 @@ int main(int argc, char** argv) {
               median(vs_ideal));
   std::printf("%-46s %10.2f\n", "  pipeline / blur stage on all threads",
               median(vs_parallel));
+  std::printf("%-46s %10s\n", "steady state, minor page faults per batch",
+              "faults");
+  if (!worker_faults.empty())
+    std::printf("%-46s %10.1f\n", "  a worker's thread (median)",
+                median(worker_faults));
+  if (!trainer_faults.empty())
+    std::printf("%-46s %10.1f\n", "  the sim trainer's thread (median)",
+                median(trainer_faults));
   return 0;
 }

@@ -1,5 +1,9 @@
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include "transport/buffer_pool.hpp"
 
 using namespace stoker;
@@ -43,6 +47,39 @@ BOOST_AUTO_TEST_CASE(keeps_at_most_its_capacity) {
   pool.release(std::move(b));
   pool.release(std::vector<char>{}); // empty buffers are not kept either
   BOOST_TEST(pool.idle() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_request_larger_than_every_idle_buffer_creates_one) {
+  stoker::buffer_pool pool{4};
+  auto small = pool.acquire(100);
+  pool.release(std::move(small));
+  BOOST_TEST(pool.created() == 1u);
+  auto big = pool.acquire(100000); // no idle one holds it: no realloc
+  BOOST_TEST(big.size() == 100000u);
+  BOOST_TEST(pool.created() == 2u);
+  BOOST_TEST(pool.idle() == 1u); // the small one stays for its size
+  pool.release(std::move(big));
+  auto again = pool.acquire(100000);
+  BOOST_TEST(pool.created() == 2u);
+  BOOST_TEST(pool.reused() == 1u);
+  BOOST_TEST(again.size() == 100000u);
+}
+
+BOOST_AUTO_TEST_CASE(huge_pages_are_advised_for_the_aligned_part_only) {
+  std::vector<char> tiny(4096);
+  BOOST_TEST(!advise_huge_pages(tiny.data(), tiny.size())); // < 2 MiB
+  // A 16 MiB buffer holds several aligned huge pages: the advice is taken
+  // wherever the kernel has transparent huge pages at all.
+  std::vector<char> big;
+  big.reserve(16u << 20);
+  std::ifstream thp{"/sys/kernel/mm/transparent_hugepage/enabled"};
+  std::string mode;
+  std::getline(thp, mode);
+  bool available = thp && mode.find("[never]") == std::string::npos;
+  if (available)
+    BOOST_TEST(advise_huge_pages(big.data(), big.capacity()));
+  else
+    BOOST_TEST_MESSAGE("no transparent huge pages here: " << mode);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -106,11 +106,13 @@ struct image_batch {
 };
 
 /// The float32 batch a mapper starts from for `item`: its epoch, id and
-/// split, the image shape and order, and a buffer for all its images; ids,
-/// labels and checksums are the mapper's to fill.
+/// split, the image shape and order, and a buffer for all its images (in
+/// `buffer`, resized: one of the right size, e.g. from a pool, is neither
+/// reallocated nor zeroed); ids, labels and checksums are the mapper's to
+/// fill.
 image_batch float_batch_for(const work_item& item, layout order,
-                            uint32_t height, uint32_t width,
-                            uint32_t channels);
+                            uint32_t height, uint32_t width, uint32_t channels,
+                            std::vector<char> buffer = {});
 
 /// What a worker tells the router after each item (samples > 0) and every
 /// router.report-interval between items (samples == 0): enough to estimate
@@ -157,6 +159,11 @@ struct worker_stats {
   uint64_t samples = 0;
   uint64_t busy_ns = 0;
   uint64_t alive_ns = 0;
+  /// Minor page faults its thread took making and sending its batches
+  /// after the first few (the steady state), and how many batches that is:
+  /// fresh memory on the data path shows up here.
+  uint64_t steady_faults = 0;
+  uint64_t steady_batches = 0;
 };
 
 /// Counters of one trainer, for the run report.
@@ -182,6 +189,10 @@ struct trainer_stats {
   std::vector<double> epoch_train_loss;
   std::vector<double> epoch_test_accuracy;
   uint64_t gpu_blurred_batches = 0; ///< blurred on its GPU (placement)
+  /// Minor page faults its thread took on its batches after the first few
+  /// (the steady state), and how many batches that is.
+  uint64_t steady_faults = 0;
+  uint64_t steady_batches = 0;
 };
 
 /// What the router knows when a run ends.
@@ -276,7 +287,7 @@ typename Inspector::result_type inspect(Inspector& f, trainer_hello& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_stats& x) {
   return f(caf::meta::type_name("worker_stats"), x.name, x.batches, x.samples,
-           x.busy_ns, x.alive_ns);
+           x.busy_ns, x.alive_ns, x.steady_faults, x.steady_batches);
 }
 
 template <class Inspector>
@@ -286,7 +297,8 @@ typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
            x.rejected_batches, x.dropped_copies, x.resumed_samples,
            x.wait_ns, x.step_ns, x.last_loss, x.first_error,
            x.skipped_samples, x.skipped_examples, x.epoch_train_loss,
-           x.epoch_test_accuracy, x.gpu_blurred_batches);
+           x.epoch_test_accuracy, x.gpu_blurred_batches, x.steady_faults,
+           x.steady_batches);
 }
 
 template <class Inspector>

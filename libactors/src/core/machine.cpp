@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iterator>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace stoker {
@@ -13,6 +14,13 @@ uint64_t physical_memory_bytes() noexcept {
   if (pages <= 0 || size <= 0)
     return 0;
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(size);
+}
+
+uint64_t thread_minor_faults() noexcept {
+  rusage usage{};
+  if (::getrusage(RUSAGE_THREAD, &usage) != 0)
+    return 0;
+  return static_cast<uint64_t>(usage.ru_minflt);
 }
 
 std::string human_bytes(uint64_t bytes) {

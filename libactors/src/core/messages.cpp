@@ -15,8 +15,8 @@ size_t dtype_size(dtype t) noexcept {
 }
 
 image_batch float_batch_for(const work_item& item, layout order,
-                            uint32_t height, uint32_t width,
-                            uint32_t channels) {
+                            uint32_t height, uint32_t width, uint32_t channels,
+                            std::vector<char> buffer) {
   image_batch batch;
   batch.epoch = item.epoch;
   batch.batch_id = item.batch_id;
@@ -26,6 +26,7 @@ image_batch float_batch_for(const work_item& item, layout order,
   batch.height = height;
   batch.width = width;
   batch.channels = channels;
+  batch.data = std::move(buffer);
   batch.data.resize(item.sample_ids.size() * batch.image_bytes());
   return batch;
 }

@@ -49,6 +49,12 @@ std::string number(double x) {
   return out.str();
 }
 
+double per_batch(uint64_t faults, uint64_t batches) {
+  return batches > 0 ? static_cast<double>(faults)
+                         / static_cast<double>(batches)
+                     : std::nan("");
+}
+
 } // namespace
 
 run_report make_report(const router_summary& router,
@@ -91,6 +97,8 @@ run_report make_report(const router_summary& router,
   r.gpu_share = router.gpu_share;
   r.batches_gpu_blur = router.batches_gpu_blur;
   r.gpu_blurred_batches = trainer.gpu_blurred_batches;
+  r.trainer_minor_faults_per_batch
+    = per_batch(trainer.steady_faults, trainer.steady_batches);
   r.placement_changes = router.placement_changes;
   r.placement_last_change = router.placement_last_change;
   r.placement_reason = router.placement_reason;
@@ -120,6 +128,7 @@ run_report make_report(const router_summary& router,
     if (w.alive_ns > 0)
       e.busy_fraction = static_cast<double>(w.busy_ns)
                         / static_cast<double>(w.alive_ns);
+    e.minor_faults_per_batch = per_batch(w.steady_faults, w.steady_batches);
     r.workers.push_back(std::move(e));
   }
   return r;
@@ -180,6 +189,8 @@ std::string to_json(const run_report& r) {
       << "  \"gpu_share\": " << number(r.gpu_share) << ",\n"
       << "  \"batches_gpu_blur\": " << r.batches_gpu_blur << ",\n"
       << "  \"gpu_blurred_batches\": " << r.gpu_blurred_batches << ",\n"
+      << "  \"trainer_minor_faults_per_batch\": "
+      << number(r.trainer_minor_faults_per_batch) << ",\n"
       << "  \"placement_changes\": " << r.placement_changes << ",\n"
       << "  \"placement_last_change\": " << quoted(r.placement_last_change)
       << ",\n"
@@ -206,7 +217,9 @@ std::string to_json(const run_report& r) {
     auto& w = r.workers[i];
     out << (i == 0 ? "\n" : ",\n") << "    {\"name\": " << quoted(w.name)
         << ", \"batches\": " << w.batches << ", \"samples\": " << w.samples
-        << ", \"busy_fraction\": " << number(w.busy_fraction) << "}";
+        << ", \"busy_fraction\": " << number(w.busy_fraction)
+        << ", \"minor_faults_per_batch\": "
+        << number(w.minor_faults_per_batch) << "}";
   }
   out << (r.workers.empty() ? "]\n" : "\n  ]\n") << "}\n";
   return out.str();

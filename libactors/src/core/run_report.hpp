@@ -16,6 +16,8 @@ struct worker_entry {
   uint64_t batches = 0;
   uint64_t samples = 0;
   double busy_fraction = 0.0; ///< busy time / time alive
+  /// Minor page faults per batch after the first few (NaN: too few).
+  double minor_faults_per_batch = 0.0;
 };
 
 /// What a run did, as written by --report=PATH. Field names are a stable
@@ -50,6 +52,9 @@ struct run_report {
   double gpu_share = 0.0;         ///< batches leased for GPU blur, at the end
   uint64_t batches_gpu_blur = 0;  ///< leased for the trainer's GPU blur
   uint64_t gpu_blurred_batches = 0; ///< blurred there (the trainer's count)
+  /// The trainer thread's minor page faults per batch after the first few
+  /// (NaN: too few batches): fresh memory on its data path shows here.
+  double trainer_minor_faults_per_batch = 0.0;
   uint32_t placement_changes = 0;
   std::string placement_last_change; ///< why the share last changed
   std::string placement_reason;      ///< why it held at the end

@@ -9,9 +9,9 @@ namespace stoker {
 image_batch map_samples(const dataset& data,
                         const transform_chain& chain,
                         image_shape shape, uint64_t seed,
-                        const work_item& item) {
+                        const work_item& item, std::vector<char> buffer) {
   auto batch = float_batch_for(item, layout::chw, shape.height, shape.width,
-                               shape.channels);
+                               shape.channels, std::move(buffer));
   size_t kept = 0;
   for (auto id : item.sample_ids) {
     auto input = data.read(item.epoch, id);

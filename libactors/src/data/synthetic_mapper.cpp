@@ -15,9 +15,10 @@ void make_synthetic_image(const synthetic_spec& spec, uint64_t epoch,
                                   * spec.channels);
 }
 
-image_batch map_synthetic(const synthetic_spec& spec, const work_item& item) {
+image_batch map_synthetic(const synthetic_spec& spec, const work_item& item,
+                          std::vector<char> buffer) {
   auto batch = float_batch_for(item, layout::hwc, spec.height, spec.width,
-                               spec.channels);
+                               spec.channels, std::move(buffer));
   batch.sample_ids = item.sample_ids;
   batch.labels.reserve(item.sample_ids.size());
   for (size_t i = 0; i < item.sample_ids.size(); ++i) {

@@ -19,7 +19,10 @@ void make_synthetic_image(const synthetic_spec& spec, uint64_t epoch,
                           uint64_t id, float* out) noexcept;
 
 /// The mapper stage: turns a work item into a batch of raw HWC images with
-/// labels. Runs on the calling thread; the batch owns its buffer.
-image_batch map_synthetic(const synthetic_spec& spec, const work_item& item);
+/// labels, written into `buffer` (one of the right size, e.g. a pool's, is
+/// used as it is; none: a fresh one). Runs on the calling thread; the batch
+/// owns its buffer.
+image_batch map_synthetic(const synthetic_spec& spec, const work_item& item,
+                          std::vector<char> buffer = {});
 
 } // namespace stoker

@@ -72,14 +72,29 @@ void blur_image_opencv(const float* src, float* dst, uint32_t height,
                        uint32_t width, uint32_t channels,
                        const std::vector<float>& kernel);
 
+/// The blur stage's scratch memory, kept from batch to batch by the one
+/// thread that blurs with it (each worker owns one): the chain's aligned
+/// image, ring and taps, OpenCV's ping-pong images. It grows to the
+/// largest image seen and never shrinks, so a worker's steady state
+/// allocates nothing here. Not thread-safe.
+struct blur_scratch {
+  std::vector<float> work;
+  std::vector<float> ring;
+  std::vector<float> taps;
+  std::vector<float> ping;
+  std::vector<float> pong;
+};
+
 /// The stage through the hand-written chain on `isa` (one the CPU runs,
 /// not automatic; resolve_blur's choice): each image HWC to CHW into a
 /// 64-byte aligned scratch image, every plane through all its blurs there
 /// (call c with the taps of blur_taps), then copied back. Reflect-101
 /// borders. In place on the calling thread; the batch stays HWC-ordered
 /// for apply_blur_stage to relabel. Throws std::invalid_argument for an
-/// even kernel or one above 99, or an ISA this CPU does not run.
-void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch);
+/// even kernel or one above 99, or an ISA this CPU does not run. Its
+/// scratch memory is `scratch`'s.
+void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch,
+                       blur_scratch& scratch);
 
 /// Runs the whole stage on every image of `batch`, in place: the batch goes
 /// in HWC and comes out CHW, through resolve_blur(p)'s implementation (the
@@ -87,7 +102,12 @@ void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch);
 /// calling thread (OpenCV's own threading is set per process by the node;
 /// see run_node). Throws std::invalid_argument if the batch is not float32
 /// HWC or `p` does not resolve on this CPU (workers check it first: see
-/// open_worker_data).
+/// batch_maker::open). Its scratch memory is `scratch`'s (a worker's own).
+void apply_blur_stage(const blur_params& p, image_batch& batch,
+                      blur_scratch& scratch);
+
+/// The same with scratch memory of its own, freed on return: for tools and
+/// tests (a worker keeps one blur_scratch for all its batches).
 void apply_blur_stage(const blur_params& p, image_batch& batch);
 
 /// The same stage on a CUDA device (blur_cuda.cu; a build without CUDA

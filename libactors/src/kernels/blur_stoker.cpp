@@ -88,7 +88,8 @@ detail::blur_chain_fn chain_for(cpu_isa isa) noexcept {
 
 } // namespace
 
-void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch) {
+void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch,
+                       blur_scratch& scratch) {
   if (p.kernel_size % 2 == 0 || p.kernel_size > 99)
     throw std::invalid_argument("stoker blur: kernel size "
                                 + std::to_string(p.kernel_size)
@@ -99,14 +100,18 @@ void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch) {
                                 + "\" does not run here (this CPU runs \""
                                 + to_string(best_cpu_isa()) + "\" at best)");
   uint32_t radius = p.kernel_size / 2;
-  // Once per batch: the image (aligned rows: no vector load or store splits
-  // a cache line), the chain's ring, the taps.
-  std::vector<float> work(batch.image_elements() + 16);
-  float* planes = align64(work.data());
-  std::vector<float> ring(detail::blur_chain_scratch(batch.width, radius)
-                          + 16);
-  float* scratch = align64(ring.data());
-  std::vector<float> taps(size_t{p.repeat} * p.kernel_size);
+  // The image (aligned rows: no vector load or store splits a cache line),
+  // the chain's ring, the taps: the worker's own, grown once.
+  auto grow = [](std::vector<float>& v, size_t n) {
+    if (v.size() < n)
+      v.resize(n);
+  };
+  grow(scratch.work, batch.image_elements() + 16);
+  float* planes = align64(scratch.work.data());
+  grow(scratch.ring, detail::blur_chain_scratch(batch.width, radius) + 16);
+  float* ring = align64(scratch.ring.data());
+  grow(scratch.taps, size_t{p.repeat} * p.kernel_size);
+  auto& taps = scratch.taps;
   size_t plane = size_t{batch.height} * batch.width;
   for (size_t i = 0; i < batch.size(); ++i) {
     float* img = batch.image(i);
@@ -114,7 +119,7 @@ void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch) {
     blur_taps(p, batch.epoch, batch.sample_ids[i], taps.data());
     for (uint32_t c = 0; c < batch.channels; ++c)
       run(planes + c * plane, batch.height, batch.width, taps.data(),
-          p.repeat, radius, scratch);
+          p.repeat, radius, ring);
     std::copy(planes, planes + batch.image_elements(), img);
   }
 }

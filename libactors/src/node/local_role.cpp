@@ -56,7 +56,10 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
                              plan.total_samples(),
                              batch_wire_bytes(cfg.pipeline),
                              router_scope::local);
-  auto trainer = spawn_trainer(sys, cfg, reg, router);
+  // One pool for the run's image buffers: the workers take them, the
+  // trainer gives them back after its step.
+  auto buffers = std::make_shared<buffer_pool>(batch_buffers_for(cfg));
+  auto trainer = spawn_trainer(sys, cfg, reg, router, buffers);
   caf::scoped_actor self{sys};
   auto stop = [&](auto&&... actors) {
     (self->send_exit(actors, caf::exit_reason::user_shutdown), ...);
@@ -65,7 +68,7 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
     stop(router, source);
     return std::move(trainer.error());
   }
-  auto common = node_worker_setup(cfg, reg);
+  auto common = node_worker_setup(cfg, reg, buffers);
   if (!common) {
     stop(*trainer, router, source);
     return std::move(common.error());

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
+#include <string_view>
 #include <thread>
 
 #include <caf/io/middleman.hpp>
@@ -54,6 +55,24 @@ caf::expected<membership_actor> connect_to_head(caf::actor_system& sys,
 
 namespace {
 
+// Every batch this node makes or trains on comes from a pool, except those
+// CAF serializes (transport.batch-stream = false): into fresh buffers, whose
+// page faults malloc's huge pages make cheaper. Said once, at the start.
+void note_caf_batches(const run_config& cfg) {
+  if (cfg.pipeline.transport.batch_stream)
+    return;
+  auto env = std::getenv("GLIBC_TUNABLES");
+  if (env != nullptr
+      && std::string_view{env}.find("glibc.malloc.hugetlb") != std::string::npos)
+    return;
+  std::cout << "stoker-node: note: transport.batch-stream = false: CAF "
+               "serializes every batch into fresh buffers, which Stoker's "
+               "pool cannot recycle; where page faults are slow (VMs), "
+               "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 makes that path about "
+               "4x faster (README, Speed)"
+            << std::endl;
+}
+
 // What a node runs locally until the head says `shutdown`.
 struct local_part {
   std::vector<caf::actor> actors;
@@ -83,7 +102,10 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
       routes.push_back(batch_route{*direct, t.host, t.data_port});
   }
   // This node's view of the files must be the head's (shared storage).
-  auto common = node_worker_setup(cfg, reg);
+  // Buffers come back once a batch is on its stream (not after one sent
+  // as a CAF message, which CAF copies).
+  auto common = node_worker_setup(
+    cfg, reg, std::make_shared<buffer_pool>(batch_buffers_for(cfg)));
   if (!common)
     return make_error(errc::run_failure, "worker node '" + cfg.node.name
                                            + "': "
@@ -197,6 +219,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   }
   // From here on this node runs the head's pipeline with its own settings.
   run_config mine{cfg.node, std::move(hello->pipeline)};
+  note_caf_batches(mine);
   auto local = worker ? start_workers(sys, self, mine, *hello, *head, reg)
                       : start_trainer(sys, self, mine, *hello, *head, reg);
   if (!local) {

@@ -16,6 +16,7 @@
 #include "stoker/actors.hpp"
 #include "stoker/errors.hpp"
 #include "core/batch_id_set.hpp"
+#include "core/machine.hpp"
 #include "kernels/blur.hpp"
 #include "train/checkpoint.hpp"
 #include "train/delivery_ledger.hpp"
@@ -209,7 +210,7 @@ bool run_batch(trainer_ptr self, image_batch& batch,
                clock_type::time_point start, const router_actor& router) {
   auto& s = self->state;
   auto waited = account_wait(self, start);
-  decode_batch(batch); // to float32, if it travelled as 16-bit
+  decode_batch(batch, s.pool.get()); // to float32, if it came as 16-bit
   if (batch.order == layout::hwc) { // leased for the GPU blur (placement)
     if (auto err = s.gpu_blur->run(s.blur, batch)) {
       self->quit(err);
@@ -357,6 +358,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
         return;
       }
       auto start = clock_type::now();
+      auto faults_before = thread_minor_faults();
       auto expect = s.expect;
       if (s.gpu_blur && batch.order == layout::hwc)
         expect.order = layout::hwc; // the GPU blur's input (placement)
@@ -384,6 +386,10 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
       if (!run_batch(self, batch, start, router))
         return;
       recycle(s, batch);
+      if (s.stats.steps > warmup_batches) { // the steady state
+        s.stats.steady_faults += thread_minor_faults() - faults_before;
+        ++s.stats.steady_batches;
+      }
       // Phases may have passed: run what waited for them, in order.
       for (bool ran = true; ran;) {
         ran = false;

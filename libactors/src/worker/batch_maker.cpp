@@ -67,22 +67,35 @@ caf::expected<batch_maker> batch_maker::open(const pipeline_options& pipeline,
   return out;
 }
 
-image_batch batch_maker::make(const work_item& item, double slowdown) const {
-  return pipeline_.kind == pipeline_kind::fused_blur ? fused(item, slowdown)
-                                                     : chain(item, slowdown);
+image_batch batch_maker::make(const work_item& item, double slowdown,
+                              batch_resources& own) const {
+  return pipeline_.kind == pipeline_kind::fused_blur
+           ? fused(item, slowdown, own)
+           : chain(item, slowdown, own);
 }
 
-image_batch batch_maker::fused(const work_item& item, double slowdown) const {
-  auto batch = map_synthetic(pipeline_.synthetic, item);
+namespace {
+
+std::vector<char> buffer_for(uint64_t bytes, batch_resources& own) {
+  return own.buffers ? own.buffers->acquire(bytes) : std::vector<char>{};
+}
+
+} // namespace
+
+image_batch batch_maker::fused(const work_item& item, double slowdown,
+                               batch_resources& own) const {
+  auto batch = map_synthetic(pipeline_.synthetic, item,
+                             buffer_for(float_bytes(item), own));
   if (item.blur_on_trainer) // pipeline.placement: the trainer's GPU blurs it
     return batch;
   if (slowdown > 1.0)
     waste_blur_work(pipeline_.blur, batch, slowdown - 1.0);
-  apply_blur_stage(pipeline_.blur, batch);
+  apply_blur_stage(pipeline_.blur, batch, own.blur);
   return batch;
 }
 
-image_batch batch_maker::chain(const work_item& item, double slowdown) const {
+image_batch batch_maker::chain(const work_item& item, double slowdown,
+                               batch_resources& own) const {
   bool test = item.part == split::test;
   if (test && !test_)
     throw std::runtime_error("a test item, but this worker has no test "
@@ -90,10 +103,14 @@ image_batch batch_maker::chain(const work_item& item, double slowdown) const {
   auto make = [&] {
     return map_samples(test ? *test_ : *train_,
                        test ? test_chain_ : train_chain_,
-                       pipeline_.data.output, pipeline_.data.seed, item);
+                       pipeline_.data.output, pipeline_.data.seed, item,
+                       buffer_for(float_bytes(item), own));
   };
-  for (double extra = slowdown - 1.0; extra >= 1.0; extra -= 1.0)
-    make(); // worker.slowdown: the same work again, thrown away
+  for (double extra = slowdown - 1.0; extra >= 1.0; extra -= 1.0) {
+    auto waste = make(); // worker.slowdown: the same work again, thrown away
+    if (own.buffers)
+      own.buffers->release(std::move(waste.data));
+  }
   return make();
 }
 

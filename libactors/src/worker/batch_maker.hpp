@@ -10,11 +10,23 @@
 #include "stoker/dataset.hpp"
 #include "stoker/messages.hpp"
 #include "stoker/options.hpp"
+#include "kernels/blur.hpp"
 #include "transforms/transform_chain.hpp"
+#include "transport/buffer_pool.hpp"
 
 namespace stoker {
 
 class registry;
+
+/// What one worker brings to batch_maker::make and keeps between batches,
+/// so that its steady state allocates no large buffer.
+struct batch_resources {
+  blur_scratch blur; ///< its own: the blur stage's scratch memory
+  /// The node's (shared by its workers and, in a local run, the trainer):
+  /// every batch's image buffer comes from here and goes back after it is
+  /// sent or trained on. Null: fresh buffers.
+  std::shared_ptr<buffer_pool> buffers;
+};
 
 /// Makes the batches of one pipeline: the article's fused blur stage over
 /// synthetic images (pipeline_kind::fused_blur), or every sample read
@@ -34,10 +46,13 @@ public:
   /// The float32 batch of `item` (CHW; HWC and unblurred when the item is
   /// leased for the trainer's GPU blur). With `slowdown` > 1 the transform
   /// work is done that many times and the extra results thrown away
-  /// (worker.slowdown: slow workers for benchmarks and tests). Throws
-  /// std::exception for a batch that cannot be made: the same item would
-  /// fail on any worker.
-  image_batch make(const work_item& item, double slowdown = 1.0) const;
+  /// (worker.slowdown: slow workers for benchmarks and tests). The images'
+  /// buffer comes from `own.buffers`, the blur's scratch is `own.blur`.
+  /// Throws std::exception for a batch that cannot be made: the same item
+  /// would fail on any worker (std::bad_alloc: not on a machine with more
+  /// memory, maybe).
+  image_batch make(const work_item& item, double slowdown,
+                   batch_resources& own) const;
 
   /// The bytes of `item`'s images as float32: what make() allocates.
   uint64_t float_bytes(const work_item& item) const noexcept {
@@ -53,8 +68,10 @@ public:
 private:
   batch_maker() = default;
 
-  image_batch fused(const work_item& item, double slowdown) const;
-  image_batch chain(const work_item& item, double slowdown) const;
+  image_batch fused(const work_item& item, double slowdown,
+                    batch_resources& own) const;
+  image_batch chain(const work_item& item, double slowdown,
+                    batch_resources& own) const;
 
   pipeline_options pipeline_;
   std::shared_ptr<const dataset> train_;

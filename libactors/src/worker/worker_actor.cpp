@@ -31,6 +31,7 @@ struct worker_state {
   // is dropped without a word (the run is over).
   std::shared_ptr<const std::atomic<bool>> stopping;
   std::unique_ptr<worker_pulse> pulse; // alive while busy on one item
+  batch_resources own; // its scratch, the node's buffer pool
   static constexpr const char* name = "stoker.worker";
 };
 
@@ -61,8 +62,11 @@ void deliver(worker_ptr self, image_batch&& batch,
       sender.emplace(std::move(*opened));
     }
     auto err = sender->send(batch);
-    if (!err)
+    if (!err) {
+      if (st.own.buffers) // on the wire: the buffer is free again
+        st.own.buffers->release(std::move(batch.data));
       return;
+    }
     if (stopping)
       return; // told to shut down: no fallback, and nothing to say
     caf::aout(self) << "worker '" << st.stats.name << "': " << describe(err)
@@ -96,6 +100,7 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
   self->state.senders.resize(setup.routes.size());
   self->state.routes = std::move(setup.routes);
   self->state.stopping = setup.stopping;
+  self->state.own.buffers = setup.buffers;
   auto interval = setup.report_interval;
   // The pulse's thread holds no strong reference: the worker may go.
   auto weak = caf::actor_cast<caf::weak_actor_ptr>(self);
@@ -111,6 +116,7 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
     [=](const work_item& item, const trainer_actor& trainer) {
       auto& st = self->state;
       auto t0 = clock_type::now();
+      auto faults_before = thread_minor_faults();
       st.pulse->busy(make_report(self));
       // Whatever happens below (sending included), it stops with the item.
       struct idle_at_end {
@@ -121,8 +127,8 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
       } idle{*st.pulse};
       image_batch batch;
       try {
-        batch = setup.maker->make(item, setup.slowdown);
-        encode_batch(batch, setup.wire);
+        batch = setup.maker->make(item, setup.slowdown, st.own);
+        encode_batch(batch, setup.wire, st.own.buffers.get());
       } catch (const std::bad_alloc&) {
         // Another machine may have the memory: the router decides.
         self->quit(make_error(
@@ -148,6 +154,10 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
       st.stats.samples += item.sample_ids.size();
       st.stats.busy_ns += busy;
       deliver(self, std::move(batch), trainer);
+      if (st.stats.batches > warmup_batches) { // the steady state
+        st.stats.steady_faults += thread_minor_faults() - faults_before;
+        ++st.stats.steady_batches;
+      }
       auto report = make_report(self);
       report.batch_id = item.batch_id;
       report.samples = static_cast<uint32_t>(item.sample_ids.size());
@@ -179,17 +189,26 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
 
 } // namespace
 
-caf::expected<worker_setup> node_worker_setup(const run_config& cfg,
-                                              const registry& reg) {
+caf::expected<worker_setup>
+node_worker_setup(const run_config& cfg, const registry& reg,
+                  std::shared_ptr<buffer_pool> buffers) {
   auto maker = batch_maker::open(cfg.pipeline, reg);
   if (!maker)
     return std::move(maker.error());
   worker_setup setup;
   setup.maker = std::make_shared<const batch_maker>(std::move(*maker));
+  setup.buffers = std::move(buffers);
   setup.wire = cfg.pipeline.transport.wire;
   setup.slowdown = cfg.node.slowdown;
   setup.report_interval = cfg.pipeline.router.report_interval;
   return setup;
+}
+
+size_t batch_buffers_for(const run_config& cfg) {
+  auto batch = std::max<uint64_t>(1, batch_float_bytes(cfg.pipeline));
+  auto in_flight = std::min<uint64_t>(
+    64, cfg.pipeline.router.max_inflight_bytes / batch + 1);
+  return static_cast<size_t>(in_flight) + cfg.node.workers;
 }
 
 worker_actor spawn_worker(caf::actor_system& sys, worker_setup setup,

@@ -24,6 +24,10 @@ struct worker_setup {
   std::string name;
   /// Makes each batch (shared by the node's workers).
   std::shared_ptr<const batch_maker> maker;
+  /// Where every batch's image buffer comes from and, once the batch is
+  /// sent on a batch stream, goes back to (the node's; in a local run the
+  /// trainer's too, which returns them after its step).
+  std::shared_ptr<buffer_pool> buffers;
   dtype wire = dtype::float32; ///< transport.dtype
   double slowdown = 1.0;       ///< worker.slowdown (benchmarks and tests)
   std::chrono::milliseconds report_interval{100};
@@ -38,12 +42,18 @@ struct worker_setup {
 };
 
 /// The setup every worker of a node of `cfg` starts from: the node's
-/// slowdown, the pipeline's wire dtype and report interval, and one
-/// batch_maker opened for the node (its workers share the datasets). Name
-/// and routes are the caller's to add. Errors name what cannot be opened
-/// (batch_maker::open).
-caf::expected<worker_setup> node_worker_setup(const run_config& cfg,
-                                              const registry& reg);
+/// slowdown, the pipeline's wire dtype and report interval, one
+/// batch_maker opened for the node (its workers share the datasets) and
+/// `buffers` for their batches. Name and routes are the caller's to add.
+/// Errors name what cannot be opened (batch_maker::open).
+caf::expected<worker_setup>
+node_worker_setup(const run_config& cfg, const registry& reg,
+                  std::shared_ptr<buffer_pool> buffers);
+
+/// How many idle batch buffers a node of `cfg` keeps: as many as can be in
+/// flight (router.max-inflight-bytes over one batch, at most 64) plus one
+/// per worker, so the steady state never frees one it will need again.
+size_t batch_buffers_for(const run_config& cfg);
 
 /// Spawns a detached worker that reports to `router` after each item and
 /// every `report_interval` between items.
