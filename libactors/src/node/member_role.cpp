@@ -63,7 +63,7 @@ void note_caf_batches(const run_config& cfg) {
     return;
   auto env = std::getenv("GLIBC_TUNABLES");
   if (env != nullptr
-      && std::string_view{env}.find("glibc.malloc.hugetlb") != std::string::npos)
+      && std::string_view{env}.find("malloc.hugetlb") != std::string::npos)
     return;
   std::cout << "stoker-node: note: transport.batch-stream = false: CAF "
                "serializes every batch into fresh buffers, which Stoker's "
