@@ -10,8 +10,8 @@
 #include "stoker/errors.hpp"
 #include "console/node_consoles.hpp"
 #include "data/epoch_source.hpp"
-#include "node/run_outcome.hpp"
 #include "node/membership_actor.hpp"
+#include "node/run_outcome.hpp"
 #include "routing/router_actor.hpp"
 #include "routing/source_actor.hpp"
 

@@ -8,8 +8,8 @@
 
 #include "stoker/errors.hpp"
 #include "stoker/registry.hpp"
-#include "data/resolve.hpp"
 #include "core/machine.hpp"
+#include "data/resolve.hpp"
 #include "kernels/blur.hpp"
 
 namespace stoker {

@@ -11,10 +11,10 @@
 #include "stoker/actors.hpp"
 #include "stoker/errors.hpp"
 #include "core/machine.hpp"
-#include "worker/worker_pulse.hpp"
 #include "transport/batch_channel.hpp"
 #include "transport/batch_check.hpp"
 #include "transport/batch_codec.hpp"
+#include "worker/worker_pulse.hpp"
 
 namespace stoker {
 
