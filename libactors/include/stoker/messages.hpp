@@ -49,6 +49,21 @@ struct enum_names<split> {
                                                {split::test, "test"}};
 };
 
+/// Where a batch sits in the data-parallel group: the rank that trains on
+/// it and its place in that rank's sequence. Every rank runs its batches in
+/// `seq` order when there are several (a rank's k-th training batch is
+/// global step k's), so all-reduces pair up the same step everywhere.
+struct batch_slot {
+  uint32_t rank = 0; ///< the trainer it goes to
+  uint64_t seq = 0;  ///< its position among that rank's batches of the run
+  /// Its last `padded` samples repeat samples from the start of the epoch
+  /// (pipeline.last-batch = pad): trained on, counted once.
+  uint32_t padded = 0;
+  /// The rank's last batch of its phase (an epoch's training, or its
+  /// test): every rank's last training batch of an epoch is the same step.
+  bool phase_end = false;
+};
+
 /// One lease of work: which samples go into which batch. Small by design:
 /// the data is made where it is needed, never shipped from the source.
 struct work_item {
@@ -59,6 +74,7 @@ struct work_item {
   /// The article's blur stage runs on the trainer's GPU for this batch
   /// (pipeline.placement): the worker sends it unblurred, HWC.
   bool blur_on_trainer = false;
+  batch_slot slot; ///< which trainer, and when
 };
 
 /// A batch of images. `data` is one contiguous buffer of
@@ -84,6 +100,7 @@ struct image_batch {
   /// out of the images, accounted as delivered, named in the report.
   std::vector<uint64_t> skipped_ids;
   std::vector<std::string> skipped_names; ///< their files, same order
+  batch_slot slot; ///< the work item's: which trainer, and when
 
   size_t size() const noexcept { return sample_ids.size(); }
   size_t image_elements() const noexcept {
@@ -251,9 +268,15 @@ struct router_status {
 };
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_slot& x) {
+  return f(caf::meta::type_name("batch_slot"), x.rank, x.seq, x.padded,
+           x.phase_end);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_item& x) {
   return f(caf::meta::type_name("work_item"), x.epoch, x.batch_id,
-           x.sample_ids, x.part, x.blur_on_trainer);
+           x.sample_ids, x.part, x.blur_on_trainer, x.slot);
 }
 
 template <class Inspector>
@@ -262,7 +285,7 @@ typename Inspector::result_type inspect(Inspector& f, image_batch& x) {
   return f(caf::meta::type_name("image_batch"), x.epoch, x.batch_id,
            x.sample_ids, x.labels, x.type, x.order, x.height, x.width,
            x.channels, x.data, x.checksums, x.producer, x.part,
-           x.skipped_ids, x.skipped_names);
+           x.skipped_ids, x.skipped_names, x.slot);
 }
 
 template <class Inspector>

@@ -101,6 +101,40 @@ struct enum_names<lr_schedule> {
     {lr_schedule::constant, "constant"}, {lr_schedule::cosine, "cosine"}};
 };
 
+/// What happens to the tail of an epoch that does not fill a last global
+/// step of W batches of pipeline.batch-size (`pipeline.last-batch`). Every
+/// rank gets the same number of batches per epoch whichever it is.
+enum class last_batch_policy : uint8_t {
+  partial = 1, ///< smaller last batches, split evenly over the ranks
+  drop = 2,    ///< the remainder is not trained on (counted in the report)
+  pad = 3,     ///< filled up with samples from the epoch's start, flagged
+};
+
+template <>
+struct enum_names<last_batch_policy> {
+  static constexpr enum_name<last_batch_policy> table[] = {
+    {last_batch_policy::partial, "partial"},
+    {last_batch_policy::drop, "drop"},
+    {last_batch_policy::pad, "pad"}};
+};
+
+/// How data-parallel trainers exchange gradients (`trainer.backend`):
+/// LibTorch's c10d process groups.
+enum class collective_backend : uint8_t {
+  automatic = 1, ///< nccl where the LibTorch in use has it and the trainers
+                 ///< are on CUDA, else gloo
+  gloo = 2,      ///< ProcessGroupGloo: CPU tensors, any machine
+  nccl = 3,      ///< ProcessGroupNCCL: CUDA tensors; needs a LibTorch with it
+};
+
+template <>
+struct enum_names<collective_backend> {
+  static constexpr enum_name<collective_backend> table[] = {
+    {collective_backend::automatic, "auto"},
+    {collective_backend::gloo, "gloo"},
+    {collective_backend::nccl, "nccl"}};
+};
+
 /// How the router picks a worker for the next work item (`router.policy`).
 enum class routing_policy {
   least_loaded, ///< least expected delay: (queued + in flight + item) / rate
@@ -210,12 +244,14 @@ struct source_spec {
   bool shuffle = true; ///< a fresh permutation per epoch, from (seed, epoch)
   uint64_t seed = 0;
   uint64_t eval_size = 0; ///< test samples evaluated after each epoch
+  /// The tail of an epoch that does not fill a global step.
+  last_batch_policy last_batch = last_batch_policy::partial;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, source_spec& x) {
   return f(caf::meta::type_name("source_spec"), x.dataset_size, x.batch_size,
-           x.epochs, x.shuffle, x.seed, x.eval_size);
+           x.epochs, x.shuffle, x.seed, x.eval_size, x.last_batch);
 }
 
 /// The blur stage of the article's pipeline: ToTensor (HWC -> CHW), then
@@ -303,6 +339,11 @@ struct trainer_spec {
   lr_schedule schedule = lr_schedule::constant;
   uint64_t total_steps = 0; ///< the run's training steps (for the schedule)
   vit_spec model;
+  /// How data-parallel trainers exchange gradients.
+  collective_backend backend = collective_backend::automatic;
+  /// A trainer waiting this long in a collective (a barrier, an all-reduce,
+  /// the group's set-up) for another rank fails the run, naming the rank.
+  std::chrono::milliseconds collective_timeout{60000};
 };
 
 /// The trainer settings each trainer node keeps for itself: its device,
@@ -312,6 +353,9 @@ struct trainer_local_spec {
   uint32_t threads = 0; ///< LibTorch intra-op threads; 0 = LibTorch default
   std::string checkpoint_dir; ///< empty: no checkpoints
   uint32_t checkpoint_every = 100; ///< steps between checkpoints
+  /// Trainers this node runs (one data-parallel rank each); 0 = one per
+  /// CUDA device LibTorch sees, 1 where it sees none (CPU, sim).
+  uint32_t count = 0;
 };
 
 /// The learning rate of training step `step` (0-based) of a run of
@@ -459,7 +503,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_spec& x) {
   return f(caf::meta::type_name("trainer_spec"), x.sim_step_ms, x.log_every,
            x.prefetch, x.lr, x.momentum, x.model_entry, x.optimizer,
-           x.weight_decay, x.schedule, x.total_steps, x.model);
+           x.weight_decay, x.schedule, x.total_steps, x.model, x.backend,
+           x.collective_timeout);
 }
 
 template <class Inspector>

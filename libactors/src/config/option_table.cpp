@@ -426,6 +426,10 @@ std::vector<option_decl> make_table() {
              "passes over the dataset")
     .boolean("shuffle", pipe_at<&P::source, &source_spec::shuffle>,
              "a new order each epoch, from (seed, epoch)")
+    .choice("last-batch", pipe_at<&P::source, &source_spec::last_batch>,
+            "the tail of an epoch that does not fill a global step (one "
+            "batch per trainer): partial (smaller batches, split evenly), "
+            "drop (not trained on) or pad (filled from the epoch's start)")
     .integer("height", pipe_at<&P::synthetic, &synthetic_spec::height>, 1,
              16384, "synthetic image height")
     .integer("width", pipe_at<&P::synthetic, &synthetic_spec::width>, 1, 16384,
@@ -511,6 +515,10 @@ std::vector<option_decl> make_table() {
     .integer("checkpoint-every",
              node_at<&N::trainer, &trainer_local_spec::checkpoint_every>, 1,
              u32_max, "steps between checkpoints")
+    .integer("count", node_at<&N::trainer, &trainer_local_spec::count>, 0,
+             1024,
+             "trainers on this node, one data-parallel rank each; 0 = one "
+             "per CUDA device LibTorch sees, 1 without")
     // -- trainer: how every trainer trains (the head's)
     .integer("sim-step-ms", pipe_at<&P::trainer, &trainer_spec::sim_step_ms>, 0,
              3600000, "step time of the simulated accelerator, ms")
@@ -531,6 +539,14 @@ std::vector<option_decl> make_table() {
           0.0, 10.0, "the optimizer's weight decay")
     .choice("lr-schedule", pipe_at<&P::trainer, &trainer_spec::schedule>,
             "constant, or cosine down to 0 over the run")
+    .choice("backend", pipe_at<&P::trainer, &trainer_spec::backend>,
+            "how several trainers exchange gradients: LibTorch's c10d gloo "
+            "(CPU tensors) or nccl (a LibTorch with NCCL); auto: nccl where "
+            "there is one and the trainers are on CUDA, else gloo")
+    .duration("collective-timeout",
+              pipe_at<&P::trainer, &trainer_spec::collective_timeout>,
+              "a trainer waiting this long for another rank (set-up, "
+              "barrier, all-reduce) fails the run, naming it")
     .boolean("eval", pipe_at<&P::data, &data_spec::eval>,
              "evaluate on the test split after each epoch")
     // -- model: the ViT's sizes

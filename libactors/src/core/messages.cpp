@@ -21,6 +21,7 @@ image_batch float_batch_for(const work_item& item, layout order,
   batch.epoch = item.epoch;
   batch.batch_id = item.batch_id;
   batch.part = item.part;
+  batch.slot = item.slot;
   batch.type = dtype::float32;
   batch.order = order;
   batch.height = height;

@@ -6,18 +6,8 @@
 
 namespace stoker {
 
-epoch_source::epoch_source(const source_spec& spec)
-  : spec_(spec),
-    train_batches_(spec.batch_size == 0
-                     ? 0
-                     : (spec.dataset_size + spec.batch_size - 1)
-                         / spec.batch_size),
-    batches_per_epoch_(train_batches_
-                       + (spec.batch_size == 0
-                            ? 0
-                            : (spec.eval_size + spec.batch_size - 1)
-                                / spec.batch_size)),
-    order_(order_for(0)) {
+epoch_source::epoch_source(const source_spec& spec, uint32_t world)
+  : spec_(spec), plan_(spec, world), order_(order_for(0)) {
   // nop
 }
 
@@ -28,10 +18,11 @@ permutation epoch_source::order_for(uint64_t epoch) const noexcept {
 }
 
 std::optional<work_item> epoch_source::next() {
-  if (spec_.epochs == 0)
+  auto per_epoch = plan_.batches_per_epoch();
+  if (spec_.epochs == 0 || per_epoch == 0)
     return std::nullopt;
-  if (batch_in_epoch_ == batches_per_epoch_) {
-    if (epoch_ + 1 >= spec_.epochs || batches_per_epoch_ == 0)
+  if (batch_in_epoch_ == per_epoch) {
+    if (epoch_ + 1 >= spec_.epochs)
       return std::nullopt;
     ++epoch_;
     batch_in_epoch_ = 0;
@@ -39,19 +30,34 @@ std::optional<work_item> epoch_source::next() {
   }
   work_item item;
   item.epoch = epoch_;
-  item.batch_id = epoch_ * batches_per_epoch_ + batch_in_epoch_;
-  if (batch_in_epoch_ < train_batches_) {
-    uint64_t first = batch_in_epoch_ * spec_.batch_size;
-    uint64_t last = std::min(spec_.dataset_size, first + spec_.batch_size);
-    item.sample_ids.reserve(last - first);
-    for (uint64_t pos = first; pos < last; ++pos)
-      item.sample_ids.push_back(spec_.shuffle ? order_(pos) : pos);
-  } else { // the test split, in order
+  item.batch_id = epoch_ * per_epoch + batch_in_epoch_;
+  auto world = plan_.world();
+  auto train = plan_.steps() * world;
+  if (batch_in_epoch_ < train) {
+    auto step = batch_in_epoch_ / world;
+    auto rank = static_cast<uint32_t>(batch_in_epoch_ % world);
+    auto span = plan_.train_span(step, rank);
+    uint64_t n = spec_.dataset_size;
+    item.sample_ids.reserve(span.count);
+    for (uint64_t pos = span.first; pos < span.first + span.count; ++pos) {
+      // Past the end (pad): the epoch's order again from its start.
+      uint64_t at = pos < n ? pos : (pos - n) % n;
+      item.sample_ids.push_back(spec_.shuffle ? order_(at) : at);
+      if (pos >= n)
+        ++item.slot.padded;
+    }
+    item.slot.rank = rank;
+    item.slot.seq = epoch_ * plan_.items_per_epoch(rank) + step;
+    item.slot.phase_end = step + 1 == plan_.steps();
+  } else { // the test split, in order, rank 0's
+    auto j = batch_in_epoch_ - train;
     item.part = split::test;
-    uint64_t first = (batch_in_epoch_ - train_batches_) * spec_.batch_size;
+    uint64_t first = j * spec_.batch_size;
     uint64_t last = std::min(spec_.eval_size, first + spec_.batch_size);
     for (uint64_t pos = first; pos < last; ++pos)
       item.sample_ids.push_back(pos);
+    item.slot.seq = epoch_ * plan_.items_per_epoch(0) + plan_.steps() + j;
+    item.slot.phase_end = j + 1 == plan_.eval_batches();
   }
   ++batch_in_epoch_;
   return item;

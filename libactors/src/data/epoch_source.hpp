@@ -8,40 +8,47 @@
 #include "stoker/messages.hpp"
 #include "stoker/options.hpp"
 #include "stoker/permutation.hpp"
+#include "data/epoch_plan.hpp"
 
 namespace stoker {
 
 /// The source's cursor: hands out work items in order, one batch at a
-/// time, holding O(1) memory whatever the dataset size. Not thread-safe:
-/// owned by the source actor.
+/// time, holding O(1) memory whatever the dataset size. Each item names its
+/// rank and its place in that rank's sequence (epoch_plan says which).
+/// Not thread-safe: owned by the source actor.
 class epoch_source {
 public:
-  explicit epoch_source(const source_spec& spec);
+  /// A cursor for a group of `world` trainers (check plan().check() first:
+  /// a plan without steps hands out only test batches).
+  explicit epoch_source(const source_spec& spec, uint32_t world = 1);
 
   /// The next work item, or nothing once every epoch has been handed out.
   std::optional<work_item> next();
 
-  /// Batches per epoch: ceil(dataset_size / batch_size), plus
-  /// ceil(eval_size / batch_size) of the test split.
-  uint64_t batches_per_epoch() const noexcept { return batches_per_epoch_; }
+  /// Batches per epoch, every rank's and the test split's.
+  uint64_t batches_per_epoch() const noexcept {
+    return plan_.batches_per_epoch();
+  }
 
   /// Batches over the whole run.
   uint64_t total_batches() const noexcept {
-    return batches_per_epoch_ * spec_.epochs;
+    return plan_.batches_per_epoch() * spec_.epochs;
   }
 
-  /// Training samples over the whole run (dataset_size * epochs): what
-  /// must be delivered exactly once.
+  /// Training samples over the whole run that must be delivered exactly
+  /// once (dataset_size * epochs, less what pipeline.last-batch = drop
+  /// leaves out).
   uint64_t total_samples() const noexcept {
-    return spec_.dataset_size * spec_.epochs;
+    return plan_.delivered_samples();
   }
+
+  const epoch_plan& plan() const noexcept { return plan_; }
 
 private:
   permutation order_for(uint64_t epoch) const noexcept;
 
   source_spec spec_;
-  uint64_t train_batches_;
-  uint64_t batches_per_epoch_;
+  epoch_plan plan_;
   uint64_t epoch_ = 0;
   uint64_t batch_in_epoch_ = 0;
   permutation order_;

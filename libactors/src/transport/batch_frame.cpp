@@ -104,6 +104,10 @@ void encode_frame_head(const image_batch& batch, std::vector<char>& out) {
   put(out, static_cast<uint16_t>(name.size()));
   out.insert(out.end(), name.begin(), name.end());
   put(out, static_cast<uint8_t>(batch.part));
+  put(out, batch.slot.rank);
+  put(out, batch.slot.seq);
+  put(out, batch.slot.padded);
+  put(out, static_cast<uint8_t>(batch.slot.phase_end));
   put(out, static_cast<uint32_t>(batch.skipped_ids.size()));
   put_all(out, batch.skipped_ids);
   put(out, static_cast<uint32_t>(batch.skipped_names.size()));
@@ -193,6 +197,14 @@ caf::error decode_frame_header(const char* header, uint32_t header_bytes,
     return bad_frame("split tag " + std::to_string(part)
                      + ", expected 0 (train) or 1 (test)");
   batch.part = static_cast<split>(part);
+  uint8_t phase_end = 0;
+  if (!in.get(batch.slot.rank) || !in.get(batch.slot.seq)
+      || !in.get(batch.slot.padded) || !in.get(phase_end))
+    return truncated("slot");
+  if (phase_end > 1)
+    return bad_frame("phase-end flag " + std::to_string(phase_end)
+                     + ", expected 0 or 1");
+  batch.slot.phase_end = phase_end == 1;
   if (!in.get(count) || !in.get_all(batch.skipped_ids, count))
     return truncated("skipped_ids");
   if (!in.get(count) || count > batch.skipped_ids.size())

@@ -27,7 +27,7 @@ struct frame_prefix {
 };
 
 constexpr uint32_t frame_magic = 0x424b5453; // "STKB" in memory order
-constexpr uint16_t frame_version = 2; ///< 2: split and skipped samples
+constexpr uint16_t frame_version = 3; ///< 3: the batch's slot (rank, seq)
 constexpr size_t frame_prefix_bytes = 20;
 /// No header is this big: 64 Ki samples with three 8-byte fields each.
 constexpr uint32_t max_frame_header_bytes = 2u << 20;
