@@ -135,6 +135,8 @@ BOOST_AUTO_TEST_CASE(sim_engine_takes_its_step_time_and_says_so) {
   auto engine = make_sim_engine(20);
   BOOST_TEST(engine->simulated());
   image_batch batch;
+  batch.sample_ids = {7};
+  batch.labels = {1};
   auto t0 = std::chrono::steady_clock::now();
   auto res = engine->step(batch);
   auto ms = std::chrono::duration<double, std::milli>(

@@ -43,17 +43,23 @@ namespace stoker {
 //                                      batches wait in front of it)
 
 /// Hands out work items in order. Replies with up to `n` items; an empty
-/// vector means every epoch has been handed out. Runs on the scheduler.
+/// vector means every epoch has been handed out. `world` (before the first
+/// `next`) sets the data-parallel group's size and answers with its epoch
+/// plan, or an error naming the settings that leave no step (epoch_plan). Runs on the scheduler.
 using source_actor = caf::typed_actor<
-  caf::replies_to<next_atom, uint32_t>::with<std::vector<work_item>>>;
+  caf::replies_to<next_atom, uint32_t>::with<std::vector<work_item>>,
+  caf::replies_to<world_atom, uint32_t>::with<group_plan>>;
 
 /// Consumes batches: trains one step per batch, acknowledges each to the
 /// router with the time it waited for it. A batch whose id it already
 /// trained on (the second copy of a hedged lease) is dropped, not trained
-/// twice. `stats` reports its counters. Runs detached (its own thread): a
-/// step takes seconds.
+/// twice. A `group_spec` (once, before any batch) gives it its rank: it
+/// joins the group's collective (world > 1), then says hello to the
+/// router. `stats` reports its counters. Runs detached (its own thread): a
+/// step takes seconds, a collective waits for the slowest rank.
 using trainer_actor = caf::typed_actor<
   caf::reacts_to<image_batch>,
+  caf::reacts_to<group_spec>,
   caf::replies_to<stats_atom>::with<trainer_stats>>;
 
 /// Where a trainer on another node takes batches on a direct stream
@@ -160,8 +166,10 @@ typename Inspector::result_type inspect(Inspector& f, window_change& x) {
 /// that checkpoints) says every batch acked so far is in its checkpoint;
 /// `status` answers with what it knows now; a steer_command, a
 /// policy_change or a window_change come from the console; `run` answers
-/// once every item has been acknowledged. Runs on the scheduler: it must
-/// answer in ms.
+/// once every item has been acknowledged. `world` (before `run`) sets the
+/// data-parallel group's size: it tells the source and answers with the
+/// group's plan; nothing is leased until a trainer of every
+/// rank has said hello. Runs on the scheduler: it must answer in ms.
 using router_actor = caf::typed_actor<
   caf::reacts_to<worker_join>,
   caf::reacts_to<credit_atom, trainer_actor, trainer_hello>,
@@ -173,14 +181,16 @@ using router_actor = caf::typed_actor<
   caf::replies_to<steer_command>::with<std::string>,
   caf::replies_to<policy_change>::with<std::string>,
   caf::replies_to<window_change>::with<std::string>,
+  caf::replies_to<world_atom, uint32_t>::with<group_plan>,
   caf::replies_to<run_atom>::with<router_summary>>;
 
 // -- messages between the head and the other nodes --------------------------
 
-/// Where a trainer node listens, so worker nodes can connect to it directly
-/// (batches never pass through the head).
+/// Where one trainer of a trainer node listens, so worker nodes can connect
+/// to it directly (batches never pass through the head).
 struct trainer_endpoint {
   std::string node;
+  uint32_t index = 0; ///< which of its node's trainers (trainer.count)
   std::string host;
   uint16_t port = 0;      ///< the trainer actor, published through CAF
   uint16_t data_port = 0; ///< its batch stream; 0 = batches as CAF messages
@@ -196,6 +206,7 @@ struct node_info {
   uint32_t workers = 0;  ///< worker actors it runs (worker nodes)
   std::string device;    ///< the trainer's device setting (trainer nodes)
   caf::actor control;    ///< receives `shutdown` at the end of the run
+  uint32_t trainers = 0; ///< trainers it runs (trainer nodes)
 };
 
 /// One node as the head knows it (the console's `nodes`).
@@ -224,18 +235,19 @@ struct roster {
   std::vector<caf::actor> controls;
   std::vector<worker_actor> workers;
   std::vector<trainer_actor> trainers;
+  std::vector<trainer_endpoint> trainer_places; ///< beside `trainers`
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_endpoint& x) {
-  return f(caf::meta::type_name("trainer_endpoint"), x.node, x.host, x.port,
-           x.data_port);
+  return f(caf::meta::type_name("trainer_endpoint"), x.node, x.index, x.host,
+           x.port, x.data_port);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
   return f(caf::meta::type_name("node_info"), x.name, x.host, x.role, x.cores,
-           x.memory_bytes, x.workers, x.device, x.control);
+           x.memory_bytes, x.workers, x.device, x.control, x.trainers);
 }
 
 template <class Inspector>
@@ -253,7 +265,7 @@ typename Inspector::result_type inspect(Inspector& f, welcome& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, roster& x) {
   return f(caf::meta::type_name("roster"), x.nodes, x.missing, x.controls,
-           x.workers, x.trainers);
+           x.workers, x.trainers, x.trainer_places);
 }
 
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
@@ -268,6 +280,9 @@ using ping_atom = caf::atom_constant<caf::atom("ping")>;
 /// it can connect to it); `join` brings a node's actors in (workers go to
 /// the router at once, also in the middle of a run); `wait` answers once
 /// every expected node has joined; `roster` answers with who is in now;
+/// `world` (from the head, once the group is formed) says the group's size:
+/// with one rank, a trainer that rejoins later (--resume) gets its
+/// group_spec from here;
 /// `nodes` with every node seen, joined or gone (the console).
 /// It monitors every node's control actor: when a node's process goes, its
 /// name is free again (a trainer restarted with --resume rejoins under it),
@@ -279,7 +294,9 @@ using ping_atom = caf::atom_constant<caf::atom("ping")>;
 using membership_actor = caf::typed_actor<
   caf::replies_to<hello_atom, node_info>::with<welcome>,
   caf::reacts_to<join_atom, std::string, std::vector<worker_actor>>,
-  caf::reacts_to<join_atom, std::string, trainer_actor, trainer_endpoint>,
+  caf::reacts_to<join_atom, std::string, std::vector<trainer_actor>,
+                 std::vector<trainer_endpoint>>,
+  caf::reacts_to<world_atom, uint32_t>,
   caf::replies_to<wait_atom>::with<roster>,
   caf::replies_to<roster_atom>::with<roster>,
   caf::replies_to<nodes_atom>::with<std::vector<node_row>>,

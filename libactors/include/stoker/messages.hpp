@@ -152,6 +152,23 @@ struct batch_ack {
   uint64_t wait_ns = 0; ///< the trainer's idle time before it (data wait)
   uint64_t step_ns = 0; ///< its step's busy time (0: rejected, not trained)
   uint64_t backlog = 0; ///< batches waiting at the trainer after the step
+  uint32_t rank = 0;    ///< the trainer's rank in its group
+  /// Its time in the group's collective for this step (waiting for the
+  /// other ranks, then reducing): 0 for a group of one.
+  uint64_t collective_ns = 0;
+};
+
+/// A trainer's place in the data-parallel group, sent to it before it says
+/// hello: its rank, the group's size, and where the group's rendezvous
+/// store listens (c10d TCPStore; port 0 and world 1: no group).
+struct group_spec {
+  uint32_t rank = 0;
+  uint32_t world = 1;
+  std::string store_host; ///< empty: the head this node connected to
+  uint16_t store_port = 0;
+  std::string node; ///< the trainer's node (for messages that name it)
+  /// The address its collective traffic uses; empty: its cluster.bind.
+  std::string interface;
 };
 
 /// What a trainer tells the router when it is ready: the least it wants
@@ -167,6 +184,9 @@ struct trainer_hello {
   /// It opened a CUDA blur stage (pipeline.placement gpu or auto): the
   /// router may send it unblurred batches.
   bool gpu_blur = false;
+  uint32_t rank = 0;  ///< its rank in the data-parallel group
+  uint32_t world = 1; ///< the group's size
+  std::string node;   ///< its node's name
 };
 
 /// Counters of one worker, for the run report.
@@ -210,6 +230,39 @@ struct trainer_stats {
   /// (the steady state), and how many batches that is.
   uint64_t steady_faults = 0;
   uint64_t steady_batches = 0;
+  uint32_t rank = 0;
+  std::string node;
+  uint64_t collective_ns = 0; ///< in the group's collectives (W > 1)
+  uint64_t padded_samples = 0; ///< repeats that filled last batches (pad)
+  /// The ledger's bits (delivery_ledger::pack) when the group has more
+  /// than one rank: the report merges them into one ledger.
+  std::vector<uint8_t> ledger_bits;
+};
+
+/// What a run of a data-parallel group of `world` trainers does per the
+/// source's epoch plan (the answer to `world`).
+struct group_plan {
+  uint32_t world = 1;
+  uint64_t samples_expected = 0; ///< training samples delivered, each once
+  uint64_t samples_dropped = 0;  ///< left out (pipeline.last-batch = drop)
+  uint64_t samples_padded = 0;   ///< repeated to fill last batches (pad)
+  uint64_t steps_per_epoch = 0;  ///< global steps (each rank's batches)
+};
+
+/// One trainer (rank) as the router sees it now (for the console).
+struct trainer_status {
+  uint32_t rank = 0;
+  std::string node;
+  std::string host;
+  bool present = false;
+  uint32_t window = 0;     ///< its in-flight window
+  uint64_t in_flight = 0;  ///< batches leased for it, not acknowledged
+  uint64_t pending = 0;    ///< pulled from the source, not leased yet
+  int64_t heard_ms_ago = -1;
+  double period_ms = 0.0;  ///< step + collective wait per step (average)
+  double wait_ms = 0.0;    ///< data wait per step (average)
+  double collective_ms = 0.0; ///< collective wait per step (average)
+  std::string window_last_change;
 };
 
 /// What the router knows when a run ends.
@@ -226,6 +279,7 @@ struct router_summary {
   std::string stopped_by; ///< set when the run was ended early, and how
   std::vector<std::string> lost_workers; ///< died or went silent
   uint64_t samples_expected = 0;
+  group_plan plan; ///< the group's epoch plan (world, dropped, padded)
   uint64_t wall_ns = 0;
   uint32_t window = 0;     ///< the in-flight window at the end
   uint32_t window_max = 0; ///< its ceiling (router.max-inflight-bytes)
@@ -265,6 +319,8 @@ struct router_status {
   /// Since the trainer's last credit, ack or checkpoint; < 0: none yet.
   int64_t trainer_heard_ms_ago = -1;
   std::vector<worker_status> workers;
+  std::vector<trainer_status> trainers; ///< by rank
+  uint32_t world = 1;                   ///< the group's size
 };
 
 template <class Inspector>
@@ -298,13 +354,33 @@ typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batch_ack& x) {
   return f(caf::meta::type_name("batch_ack"), x.batch_id, x.wait_ns,
-           x.step_ns, x.backlog);
+           x.step_ns, x.backlog, x.rank, x.collective_ns);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, group_plan& x) {
+  return f(caf::meta::type_name("group_plan"), x.world, x.samples_expected,
+           x.samples_dropped, x.samples_padded, x.steps_per_epoch);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, group_spec& x) {
+  return f(caf::meta::type_name("group_spec"), x.rank, x.world, x.store_host,
+           x.store_port, x.node, x.interface);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, trainer_status& x) {
+  return f(caf::meta::type_name("trainer_status"), x.rank, x.node, x.host,
+           x.present, x.window, x.in_flight, x.pending, x.heard_ms_ago,
+           x.period_ms, x.wait_ms, x.collective_ms, x.window_last_change);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_hello& x) {
   return f(caf::meta::type_name("trainer_hello"), x.prefetch, x.host,
-           x.checkpoints, x.resumed, x.done_below, x.done_ids, x.gpu_blur);
+           x.checkpoints, x.resumed, x.done_below, x.done_ids, x.gpu_blur,
+           x.rank, x.world, x.node);
 }
 
 template <class Inspector>
@@ -321,7 +397,8 @@ typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
            x.wait_ns, x.step_ns, x.last_loss, x.first_error,
            x.skipped_samples, x.skipped_examples, x.epoch_train_loss,
            x.epoch_test_accuracy, x.gpu_blurred_batches, x.steady_faults,
-           x.steady_batches);
+           x.steady_batches, x.rank, x.node, x.collective_ns,
+           x.padded_samples, x.ledger_bits);
 }
 
 template <class Inspector>
@@ -335,7 +412,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_status& x) {
   return f(caf::meta::type_name("router_status"), x.summary, x.in_flight,
            x.batch_bytes, x.trainer_present, x.paused,
-           x.trainer_heard_ms_ago, x.workers);
+           x.trainer_heard_ms_ago, x.workers, x.trainers, x.world);
 }
 
 template <class Inspector>
@@ -345,7 +422,7 @@ typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
            x.batches_released, x.batches_resumed, x.samples_acked,
            x.stopped_by,
            x.lost_workers,
-           x.samples_expected, x.wall_ns, x.window, x.window_max,
+           x.samples_expected, x.plan, x.wall_ns, x.window, x.window_max,
            x.window_changes, x.window_last_change, x.placement, x.gpu_share,
            x.batches_gpu_blur, x.placement_changes, x.placement_last_change,
            x.placement_reason);
@@ -362,6 +439,7 @@ using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using saved_atom = caf::atom_constant<caf::atom("saved")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
+using world_atom = caf::atom_constant<caf::atom("world")>;
 
 /// Registers every message type of this header (and the actor handles of
 /// actors.hpp) with `cfg`; call once before the actor system starts.

@@ -1,5 +1,6 @@
 #include "console/console_session.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -110,6 +111,23 @@ std::string format_router(const router_status& st) {
     if (!s.placement_last_change.empty())
       out += "last placement change: " + s.placement_last_change + "\n";
   }
+  if (st.world > 1) {
+    // Each rank's own window: a slow rank shows in its period and the
+    // others' collective wait.
+    std::vector<std::vector<std::string>> ranks;
+    for (auto& t : st.trainers)
+      ranks.push_back(
+        {std::to_string(t.rank), t.node.empty() ? "-" : t.node,
+         t.present ? std::to_string(t.window) : "-",
+         std::to_string(t.in_flight), std::to_string(t.pending),
+         human_duration_ns(static_cast<uint64_t>(t.period_ms * 1e6)),
+         human_duration_ns(static_cast<uint64_t>(t.wait_ms * 1e6)),
+         human_duration_ns(static_cast<uint64_t>(t.collective_ms * 1e6)),
+         t.window_last_change.empty() ? "-" : t.window_last_change});
+    out += format_table({"rank", "node", "window", "in flight", "pending",
+                         "period", "data wait", "collective", "last change"},
+                        ranks);
+  }
   out += "leased " + std::to_string(s.batches_leased) + ", acked "
          + std::to_string(s.batches_acked) + ", re-leased "
          + std::to_string(s.batches_released) + ", hedged "
@@ -162,6 +180,35 @@ std::string format_trainer(const trainer_stats& t, const router_status& st) {
   return format_table({"trainer", ""}, rows);
 }
 
+std::string format_trainers(const std::vector<trainer_stats>& ts,
+                            const router_status& st) {
+  if (ts.size() == 1)
+    return format_trainer(ts.front(), st);
+  std::vector<std::vector<std::string>> rows;
+  for (auto& t : ts) {
+    double busy = static_cast<double>(t.step_ns);
+    double wait = static_cast<double>(t.wait_ns);
+    double coll = static_cast<double>(t.collective_ns);
+    double total = std::max(1.0, busy + wait + coll);
+    auto steps = std::max<uint64_t>(t.steps, 1);
+    rows.push_back({std::to_string(t.rank), t.node.empty() ? "-" : t.node,
+                    t.device, std::to_string(t.steps),
+                    std::to_string(t.unique_samples),
+                    human_duration_ns(t.step_ns / steps),
+                    human_duration_ns(t.wait_ns / steps),
+                    human_duration_ns(t.collective_ns / steps),
+                    human_number(100.0 * wait / total) + "%",
+                    human_number(100.0 * coll / total) + "%",
+                    t.simulated ? "-" : human_number(t.last_loss)});
+  }
+  return "every rank steps together: a rank with a long data wait starves "
+         "the group, the others show it as collective wait\n"
+         + format_table({"rank", "node", "device", "steps", "samples",
+                         "compute/step", "data wait/step", "collective/step",
+                         "idle", "collective", "loss"},
+                        rows);
+}
+
 std::string format_actors(const std::vector<actor_row>& rows,
                           const std::string& node) {
   std::vector<std::vector<std::string>> cells;
@@ -209,29 +256,37 @@ std::vector<std::string> console_session::node_names() {
   return out;
 }
 
-caf::expected<trainer_stats> console_session::trainer_now() {
+caf::expected<std::vector<trainer_stats>> console_session::trainers_now() {
   auto members = this->members();
   if (!members)
     return std::move(members.error());
   if (members->trainers.empty())
     return make_error(errc::run_failure, "no trainer has joined");
-  return ask<trainer_stats>(self_, members->trainers.front(),
-                            stats_atom::value);
+  std::vector<trainer_stats> out;
+  for (auto& t : members->trainers) {
+    auto s = ask<trainer_stats>(self_, t, stats_atom::value);
+    if (!s)
+      return std::move(s.error());
+    out.push_back(std::move(*s));
+  }
+  std::sort(out.begin(), out.end(),
+            [](auto& a, auto& b) { return a.rank < b.rank; });
+  return out;
 }
 
 caf::expected<std::string> console_session::stats_json() {
   auto router = router_now();
   if (!router)
     return std::move(router.error());
-  auto trainer = trainer_now();
-  if (!trainer)
-    return std::move(trainer.error());
+  auto trainers = trainers_now();
+  if (!trainers)
+    return std::move(trainers.error());
   std::vector<worker_stats> workers;
   if (auto found = members())
     for (auto& w : found->workers)
       if (auto s = ask<worker_stats>(self_, w, stats_atom::value))
         workers.push_back(std::move(*s));
-  return to_json(make_report(router->summary, *trainer, workers));
+  return to_json(make_report(router->summary, std::move(*trainers), workers));
 }
 
 caf::expected<std::vector<actor_row>> console_session::actors() {
@@ -301,7 +356,8 @@ caf::expected<std::vector<actor_row>> console_session::actors() {
     if (!answer)
       continue;
     auto& s = *answer;
-    auto row = row_of(t.id(), "trainer", trainer_node, s.steps);
+    auto row = row_of(t.id(), "trainer",
+                      s.node.empty() ? trainer_node : s.node, s.steps);
     row.rate = per_second(s.steps);
     double total = static_cast<double>(s.step_ns + s.wait_ns);
     if (total > 0)
@@ -351,8 +407,8 @@ console_reply console_session::execute(std::string_view line) {
     auto st = router_now();
     if (!st)
       return fail(st.error());
-    auto t = trainer_now();
-    return t ? console_reply{format_trainer(*t, *st)} : fail(t.error());
+    auto t = trainers_now();
+    return t ? console_reply{format_trainers(*t, *st)} : fail(t.error());
   }
   if (cmd->name == "stats") {
     auto json = stats_json();

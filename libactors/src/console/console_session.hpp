@@ -29,6 +29,11 @@ std::string format_nodes(const std::vector<node_row>& nodes,
 std::optional<uint64_t> node_heard_ms_ago(const node_row& node,
                                           const router_status& router);
 std::string format_router(const router_status& status);
+/// The `trainer` view of several ranks: one row each (one rank: as
+/// format_trainer).
+std::string format_trainers(const std::vector<trainer_stats>& stats,
+                            const router_status& status);
+
 std::string format_trainer(const trainer_stats& stats,
                            const router_status& status);
 
@@ -79,7 +84,8 @@ public:
 
 private:
   caf::expected<router_status> router_now();
-  caf::expected<trainer_stats> trainer_now();
+  /// Every rank's counters, by rank.
+  caf::expected<std::vector<trainer_stats>> trainers_now();
   caf::expected<std::string> stats_json();
   caf::expected<std::vector<actor_row>> actors();
   caf::expected<roster> members();

@@ -55,31 +55,108 @@ double per_batch(uint64_t faults, uint64_t batches) {
                      : std::nan("");
 }
 
+// A group's ledgers as one: a sample counts once however many ranks had
+// it; the surplus is duplicates. Returns the unique samples.
+uint64_t merged_unique(const std::vector<trainer_stats>& trainers,
+                       uint64_t* cross_duplicates) {
+  std::vector<uint8_t> all;
+  uint64_t sum = 0;
+  for (auto& t : trainers) {
+    sum += t.unique_samples;
+    if (all.size() < t.ledger_bits.size())
+      all.resize(t.ledger_bits.size(), 0);
+    for (size_t i = 0; i < t.ledger_bits.size(); ++i)
+      all[i] |= t.ledger_bits[i];
+  }
+  uint64_t unique = 0;
+  for (auto byte : all)
+    unique += static_cast<uint64_t>(__builtin_popcount(byte));
+  *cross_duplicates = sum - std::min(sum, unique);
+  return unique;
+}
+
 } // namespace
 
 run_report make_report(const router_summary& router,
                        const trainer_stats& trainer,
                        const std::vector<worker_stats>& workers) {
+  return make_report(router, std::vector<trainer_stats>{trainer}, workers);
+}
+
+run_report make_report(const router_summary& router,
+                       std::vector<trainer_stats> trainers,
+                       const std::vector<worker_stats>& workers) {
   run_report r;
-  r.samples_delivered = trainer.samples_delivered;
-  r.duplicates = trainer.duplicates;
-  r.missing = router.samples_expected > trainer.unique_samples
-                ? router.samples_expected - trainer.unique_samples
+  std::sort(trainers.begin(), trainers.end(),
+            [](auto& a, auto& b) { return a.rank < b.rank; });
+  if (trainers.empty())
+    trainers.emplace_back();
+  auto& lead = trainers.front(); // rank 0: its losses, accuracy, device
+  trainer_stats sum;
+  for (auto& t : trainers) {
+    sum.samples_delivered += t.samples_delivered;
+    sum.unique_samples += t.unique_samples;
+    sum.duplicates += t.duplicates;
+    sum.resumed_samples += t.resumed_samples;
+    sum.dropped_copies += t.dropped_copies;
+    sum.gpu_blurred_batches += t.gpu_blurred_batches;
+    sum.steady_faults += t.steady_faults;
+    sum.steady_batches += t.steady_batches;
+    sum.rejected_batches += t.rejected_batches;
+    sum.skipped_samples += t.skipped_samples;
+    sum.padded_samples += t.padded_samples;
+    if (sum.first_error.empty())
+      sum.first_error = t.first_error;
+    for (auto& x : t.skipped_examples)
+      if (sum.skipped_examples.size() < 10)
+        sum.skipped_examples.push_back(x);
+  }
+  r.world = static_cast<uint32_t>(trainers.size());
+  uint64_t unique = sum.unique_samples;
+  uint64_t cross = 0;
+  if (trainers.size() > 1)
+    unique = merged_unique(trainers, &cross);
+  r.samples_delivered = sum.samples_delivered;
+  r.duplicates = sum.duplicates + cross;
+  r.missing = router.samples_expected > unique
+                ? router.samples_expected - unique
                 : 0;
-  r.steps = trainer.steps;
+  r.steps = lead.steps; // global steps: every rank takes each one
   r.wall_s = static_cast<double>(router.wall_ns) * 1e-9;
   // What this run delivered: a resumed run's counters include the samples
   // trained before the restart, its wall time does not.
-  auto this_run = trainer.samples_delivered
-                  - std::min(trainer.samples_delivered,
-                             trainer.resumed_samples);
+  auto this_run = sum.samples_delivered
+                  - std::min(sum.samples_delivered, sum.resumed_samples);
   r.throughput_sps
     = r.wall_s > 0 ? static_cast<double>(this_run) / r.wall_s : 0;
-  double busy = static_cast<double>(trainer.step_ns);
-  double wait = static_cast<double>(trainer.wait_ns);
-  r.accelerator_idle_fraction = busy + wait > 0 ? wait / (busy + wait) : 0;
-  r.trainer_device = trainer.device;
-  r.trainer_simulated = trainer.simulated;
+  double idle_sum = 0.0;
+  for (auto& t : trainers) {
+    trainer_entry e;
+    e.rank = t.rank;
+    e.node = t.node;
+    e.device = t.device;
+    e.steps = t.steps;
+    e.samples = t.unique_samples;
+    double busy = static_cast<double>(t.step_ns);
+    double wait = static_cast<double>(t.wait_ns);
+    double coll = static_cast<double>(t.collective_ns);
+    double total = busy + wait + coll;
+    e.idle_fraction = total > 0 ? wait / total : 0;
+    e.collective_fraction = total > 0 ? coll / total : 0;
+    e.data_wait_ms_per_step
+      = t.steps > 0 ? wait * 1e-6 / static_cast<double>(t.steps) : 0;
+    idle_sum += e.idle_fraction;
+    r.accelerator_idle_max = std::max(r.accelerator_idle_max,
+                                      e.idle_fraction);
+    r.exposed_data_wait_ms_per_step = std::max(
+      r.exposed_data_wait_ms_per_step, e.data_wait_ms_per_step);
+    r.trainers.push_back(std::move(e));
+  }
+  r.accelerator_idle_fraction = idle_sum / static_cast<double>(trainers.size());
+  r.samples_dropped = router.plan.samples_dropped;
+  r.samples_padded = sum.padded_samples;
+  r.trainer_device = lead.device;
+  r.trainer_simulated = lead.simulated;
   r.policy = router.policy;
   r.batches_leased = router.batches_leased;
   r.batches_acked = router.batches_acked;
@@ -88,7 +165,7 @@ run_report make_report(const router_summary& router,
   r.batches_resumed = router.batches_resumed;
   r.stopped_by = router.stopped_by;
   r.lost_workers = router.lost_workers;
-  r.dropped_copies = trainer.dropped_copies;
+  r.dropped_copies = sum.dropped_copies;
   r.window = router.window;
   r.window_max = router.window_max;
   r.window_changes = router.window_changes;
@@ -96,25 +173,25 @@ run_report make_report(const router_summary& router,
   r.placement = router.placement;
   r.gpu_share = router.gpu_share;
   r.batches_gpu_blur = router.batches_gpu_blur;
-  r.gpu_blurred_batches = trainer.gpu_blurred_batches;
+  r.gpu_blurred_batches = sum.gpu_blurred_batches;
   r.trainer_minor_faults_per_batch
-    = per_batch(trainer.steady_faults, trainer.steady_batches);
+    = per_batch(sum.steady_faults, sum.steady_batches);
   r.placement_changes = router.placement_changes;
   r.placement_last_change = router.placement_last_change;
   r.placement_reason = router.placement_reason;
   r.status = router.stopped_by.empty() ? "ok" : "stopped";
-  r.rejected_batches = trainer.rejected_batches;
-  r.first_error = trainer.first_error;
-  r.skipped_files = trainer.skipped_samples;
-  r.skipped_file_examples = trainer.skipped_examples;
+  r.rejected_batches = sum.rejected_batches;
+  r.first_error = sum.first_error;
+  r.skipped_files = sum.skipped_samples;
+  r.skipped_file_examples = sum.skipped_examples;
   // Not measured (< 0 in the trainer's counters) is NaN here: null in JSON.
   auto measured = [](std::vector<double> xs) {
     for (auto& x : xs)
       x = x < 0 ? std::nan("") : x;
     return xs;
   };
-  r.epoch_train_loss = measured(trainer.epoch_train_loss);
-  r.epoch_test_accuracy = measured(trainer.epoch_test_accuracy);
+  r.epoch_train_loss = measured(lead.epoch_train_loss);
+  r.epoch_test_accuracy = measured(lead.epoch_test_accuracy);
   auto last_or_nan = [](const std::vector<double>& xs) {
     return xs.empty() ? std::nan("") : xs.back();
   };
@@ -135,12 +212,11 @@ run_report make_report(const router_summary& router,
 }
 
 run_report make_failed_report(const router_summary& so_far,
-                              const trainer_stats* trainer,
+                              const std::vector<trainer_stats>& trainers,
                               const std::vector<worker_stats>& workers,
                               const std::string& why) {
-  trainer_stats none;
-  auto r = make_report(so_far, trainer != nullptr ? *trainer : none, workers);
-  if (trainer == nullptr) {
+  auto r = make_report(so_far, trainers, workers);
+  if (trainers.empty()) {
     r.samples_delivered = so_far.samples_acked;
     r.missing = so_far.samples_expected
                 - std::min(so_far.samples_expected, so_far.samples_acked);
@@ -166,6 +242,13 @@ std::string to_json(const run_report& r) {
       << "  \"throughput_sps\": " << number(r.throughput_sps) << ",\n"
       << "  \"accelerator_idle_fraction\": "
       << number(r.accelerator_idle_fraction) << ",\n"
+      << "  \"accelerator_idle_max\": " << number(r.accelerator_idle_max)
+      << ",\n"
+      << "  \"exposed_data_wait_ms_per_step\": "
+      << number(r.exposed_data_wait_ms_per_step) << ",\n"
+      << "  \"world\": " << r.world << ",\n"
+      << "  \"samples_dropped\": " << r.samples_dropped << ",\n"
+      << "  \"samples_padded\": " << r.samples_padded << ",\n"
       << "  \"trainer_device\": " << quoted(r.trainer_device) << ",\n"
       << "  \"trainer_simulated\": " << (r.trainer_simulated ? "true" : "false")
       << ",\n"
@@ -221,7 +304,19 @@ std::string to_json(const run_report& r) {
         << ", \"minor_faults_per_batch\": "
         << number(w.minor_faults_per_batch) << "}";
   }
-  out << (r.workers.empty() ? "]\n" : "\n  ]\n") << "}\n";
+  out << (r.workers.empty() ? "],\n" : "\n  ],\n");
+  out << "  \"trainers\": [";
+  for (size_t i = 0; i < r.trainers.size(); ++i) {
+    auto& t = r.trainers[i];
+    out << (i == 0 ? "\n" : ",\n") << "    {\"rank\": " << t.rank
+        << ", \"node\": " << quoted(t.node) << ", \"device\": "
+        << quoted(t.device) << ", \"steps\": " << t.steps
+        << ", \"samples\": " << t.samples << ", \"idle_fraction\": "
+        << number(t.idle_fraction) << ", \"collective_fraction\": "
+        << number(t.collective_fraction) << ", \"data_wait_ms_per_step\": "
+        << number(t.data_wait_ms_per_step) << "}";
+  }
+  out << (r.trainers.empty() ? "]\n" : "\n  ]\n") << "}\n";
   return out.str();
 }
 

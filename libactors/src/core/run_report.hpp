@@ -20,6 +20,20 @@ struct worker_entry {
   double minor_faults_per_batch = 0.0;
 };
 
+/// One trainer (a rank of the data-parallel group) in the run report.
+struct trainer_entry {
+  uint32_t rank = 0;
+  std::string node;
+  std::string device;
+  uint64_t steps = 0;
+  uint64_t samples = 0; ///< trained on, each once (its own ledger)
+  /// Shares of its time (data wait + step + collective): waiting for
+  /// data, and waiting for the other ranks in the collective.
+  double idle_fraction = 0.0;
+  double collective_fraction = 0.0;
+  double data_wait_ms_per_step = 0.0;
+};
+
 /// What a run did, as written by --report=PATH. Field names are a stable
 /// interface: later features add fields, never rename these.
 struct run_report {
@@ -32,7 +46,15 @@ struct run_report {
   uint64_t steps = 0;
   double wall_s = 0.0;
   double throughput_sps = 0.0; ///< samples delivered in this run / wall_s
-  double accelerator_idle_fraction = 0.0; ///< wait / (wait + step time)
+  /// wait / (wait + step + collective time), the mean over the ranks.
+  double accelerator_idle_fraction = 0.0;
+  double accelerator_idle_max = 0.0; ///< the same, the worst rank's
+  /// The most any rank waited for data per step (Ray Train's "exposed
+  /// data loading time").
+  double exposed_data_wait_ms_per_step = 0.0;
+  uint32_t world = 1; ///< trainers in the data-parallel group
+  uint64_t samples_dropped = 0; ///< left out by pipeline.last-batch = drop
+  uint64_t samples_padded = 0;  ///< repeats trained on (pad), not counted
   std::string trainer_device;
   bool trainer_simulated = false;
   std::string policy;
@@ -69,6 +91,7 @@ struct run_report {
   std::vector<double> epoch_train_loss;
   std::vector<double> epoch_test_accuracy;
   std::vector<worker_entry> workers;
+  std::vector<trainer_entry> trainers; ///< by rank
 
   /// Exactly once: nothing missing, duplicated or rejected.
   bool exactly_once() const noexcept {
@@ -76,17 +99,24 @@ struct run_report {
   }
 };
 
-/// Combines what the router, the trainer and the workers counted.
+/// Combines what the router, the trainers (every rank's, in any order)
+/// and the workers counted. With several ranks their ledgers merge into
+/// one: a sample two ranks trained on is a duplicate.
+run_report make_report(const router_summary& router,
+                       std::vector<trainer_stats> trainers,
+                       const std::vector<worker_stats>& workers);
+
+/// make_report for a run of one trainer.
 run_report make_report(const router_summary& router,
                        const trainer_stats& trainer,
                        const std::vector<worker_stats>& workers);
 
 /// The report of a run that failed: status "failed", `why` as
-/// first_error, and the counts so far. Without the trainer's counters (it
-/// died, or does not answer) the samples delivered are the router's
+/// first_error, and the counts so far. Without any trainer's counters
+/// (they died, or do not answer) the samples delivered are the router's
 /// acknowledged ones and the trainer's own fields stay empty.
 run_report make_failed_report(const router_summary& so_far,
-                              const trainer_stats* trainer,
+                              const std::vector<trainer_stats>& trainers,
                               const std::vector<worker_stats>& workers,
                               const std::string& why);
 

@@ -1,8 +1,10 @@
 #include "node/roles.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <tuple>
 
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
@@ -14,6 +16,7 @@
 #include "node/run_outcome.hpp"
 #include "routing/router_actor.hpp"
 #include "routing/source_actor.hpp"
+#include "train/collective.hpp"
 
 namespace stoker {
 
@@ -61,6 +64,55 @@ void shut_down_nodes(caf::scoped_actor& self, const roster& members) {
                  std::cerr << "head: a node did not confirm shutdown: "
                            << describe(err) << std::endl;
                });
+}
+
+// Forms the data-parallel group of every trainer that joined: ranks by
+// node name, then each node's trainer index; the store they meet at (world
+// > 1) listens beside the head. Tells the router (and through it the
+// source) and the front door the group's size, then each trainer its rank.
+caf::expected<std::unique_ptr<collective_store>>
+form_group(caf::scoped_actor& self, const run_config& cfg,
+           const router_actor& router, const membership_actor& front_door,
+           const roster& members) {
+  auto& places = members.trainer_places;
+  std::vector<size_t> order(members.trainers.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(places[a].node, places[a].index)
+           < std::tie(places[b].node, places[b].index);
+  });
+  auto world = static_cast<uint32_t>(order.size());
+  std::unique_ptr<collective_store> store;
+  if (world > 1) {
+    auto started = collective_store::start(cfg.node.cluster.bind, 0);
+    if (!started)
+      return std::move(started.error());
+    store = std::move(*started);
+  }
+  caf::error failure;
+  group_plan plan;
+  self->request(router, caf::infinite, world_atom::value, world)
+    .receive([&](group_plan& p) { plan = p; },
+             [&](caf::error& err) { failure = err; });
+  if (failure)
+    return failure;
+  self->send(front_door, world_atom::value, world);
+  std::cout << "head: " << world << " trainer(s), " << plan.steps_per_epoch
+            << " global step(s) per epoch";
+  for (uint32_t rank = 0; rank < world; ++rank) {
+    auto& where = places[order[rank]];
+    group_spec g;
+    g.rank = rank;
+    g.world = world;
+    g.store_port = store ? store->port() : 0;
+    g.node = where.node;
+    std::cout << (rank == 0 ? ": " : ", ") << "rank " << rank << " = "
+              << where.node << "/" << where.index;
+    self->send(members.trainers[order[rank]], std::move(g));
+  }
+  std::cout << std::endl;
+  return store;
 }
 
 } // namespace
@@ -136,6 +188,13 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
     stop();
     return 1;
   }
+  auto group = form_group(self, cfg, router, front_door, members);
+  if (!group) {
+    std::cerr << "stoker-node: " << describe(group.error()) << std::endl;
+    shut_down_nodes(self, members);
+    stop();
+    return 1;
+  }
   std::cout << "head: " << members.nodes.size()
             << " node(s) joined, running" << std::endl;
   caf::expected<run_report> result{caf::error{}};
@@ -144,16 +203,13 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
       [&](router_summary& summary) {
         // Ask again: workers may have joined during the run.
         members = current_roster(self, front_door);
-        result = collect_report(self, summary, members.trainers.front(),
+        result = collect_report(self, summary, members.trainers,
                                 members.workers);
       },
       [&](caf::error& err) {
         members = current_roster(self, front_door);
-        trainer_actor trainer;
-        if (!members.trainers.empty())
-          trainer = members.trainers.front();
-        result = collect_failed_report(self, router, trainer, members.workers,
-                                       err);
+        result = collect_failed_report(self, router, members.trainers,
+                                       members.workers, err);
       });
   int code = finish_run(result, cfg);
   consoles = node_consoles{}; // closes every console

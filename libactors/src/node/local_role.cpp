@@ -14,6 +14,8 @@
 #include "node/run_outcome.hpp"
 #include "routing/router_actor.hpp"
 #include "routing/source_actor.hpp"
+#include "train/collective.hpp"
+#include "train/step_engine.hpp"
 #include "train/trainer_actor.hpp"
 #include "worker/worker_actor.hpp"
 
@@ -25,13 +27,13 @@ namespace {
 // node up front.
 console_target local_console_target(const run_config& cfg,
                                     const router_actor& router,
-                                    const trainer_actor& trainer,
+                                    const std::vector<trainer_actor>& trainers,
                                     const std::vector<worker_actor>& workers) {
   console_target target;
   target.router = router;
   target.members.nodes = {cfg.node.name};
   target.members.workers = workers;
-  target.members.trainers = {trainer};
+  target.members.trainers = trainers;
   node_row self;
   self.name = cfg.node.name;
   self.role = role_kind::local;
@@ -56,21 +58,60 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
                              plan.total_samples(),
                              batch_wire_bytes(cfg.pipeline),
                              router_scope::local);
-  // One pool for the run's image buffers: the workers take them, the
-  // trainer gives them back after its step.
-  auto buffers = std::make_shared<buffer_pool>(batch_buffers_for(cfg));
-  auto trainer = spawn_trainer(sys, cfg, reg, router, buffers);
   caf::scoped_actor self{sys};
   auto stop = [&](auto&&... actors) {
     (self->send_exit(actors, caf::exit_reason::user_shutdown), ...);
   };
-  if (!trainer) {
+  std::vector<trainer_actor> trainers;
+  auto stop_trainers = [&] {
+    for (auto& t : trainers)
+      stop(t);
+  };
+  // The data-parallel group: trainer.count trainers in this process,
+  // meeting at a store of their own on loopback.
+  auto world = trainers_on_node(cfg.node.trainer);
+  caf::error failure;
+  self->request(router, caf::infinite, world_atom::value, world)
+    .receive([](group_plan&) {}, [&](caf::error& err) { failure = err; });
+  if (failure) {
     stop(router, source);
-    return std::move(trainer.error());
+    return failure;
+  }
+  std::unique_ptr<collective_store> store;
+  if (world > 1) {
+    auto started = collective_store::start("127.0.0.1", 0);
+    if (!started) {
+      stop(router, source);
+      return std::move(started.error());
+    }
+    store = std::move(*started);
+  }
+  // One pool for the run's image buffers: the workers take them, the
+  // trainers give them back after their steps.
+  auto buffers = std::make_shared<buffer_pool>(batch_buffers_for(cfg));
+  for (uint32_t rank = 0; rank < world; ++rank) {
+    auto trainer = spawn_trainer(sys, cfg, reg, router, buffers, rank);
+    if (!trainer) {
+      stop_trainers();
+      stop(router, source);
+      return std::move(trainer.error());
+    }
+    trainers.push_back(std::move(*trainer));
+  }
+  for (uint32_t rank = 0; rank < world; ++rank) {
+    group_spec g;
+    g.rank = rank;
+    g.world = world;
+    g.store_host = "127.0.0.1";
+    g.store_port = store ? store->port() : 0;
+    g.node = cfg.node.name;
+    g.interface = "127.0.0.1";
+    self->send(trainers[rank], std::move(g));
   }
   auto common = node_worker_setup(cfg, reg, buffers);
   if (!common) {
-    stop(*trainer, router, source);
+    stop_trainers();
+    stop(router, source);
     return std::move(common.error());
   }
   std::vector<worker_actor> workers;
@@ -88,7 +129,7 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
   }
   auto consoles = node_consoles::open(sys, cfg.node.console,
                                       local_console_target(cfg, router,
-                                                           *trainer, workers),
+                                                           trainers, workers),
                                       "local");
   caf::expected<run_report> result{caf::error{}};
   if (!consoles)
@@ -97,20 +138,21 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
     self->request(router, caf::infinite, run_atom::value)
       .receive(
         [&](router_summary& summary) {
-          result = collect_report(self, summary, *trainer, workers);
+          result = collect_report(self, summary, trainers, workers);
         },
         [&](caf::error& err) {
           // The workers stop now (each after its current item); the report
           // says how far the run got.
           for (auto& w : workers)
             stop(w);
-          result = collect_failed_report(self, router, *trainer, workers,
+          result = collect_failed_report(self, router, trainers, workers,
                                          err);
         });
   consoles = node_consoles{}; // before the actors they ask
   for (auto& w : workers)
     stop(w);
-  stop(*trainer, router, source);
+  stop_trainers();
+  stop(router, source);
   return result;
 }
 

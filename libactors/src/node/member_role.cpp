@@ -15,6 +15,7 @@
 #include "core/machine.hpp"
 #include "core/peak_rss.hpp"
 #include "node/prepare_run.hpp"
+#include "train/step_engine.hpp"
 #include "train/trainer_actor.hpp"
 #include "transport/batch_channel.hpp"
 #include "worker/worker_actor.hpp"
@@ -76,7 +77,8 @@ void note_caf_batches(const run_config& cfg) {
 // What a node runs locally until the head says `shutdown`.
 struct local_part {
   std::vector<caf::actor> actors;
-  std::unique_ptr<batch_listener> stream; // trainer nodes: the batch stream
+  // Trainer nodes: each trainer's batch stream.
+  std::vector<std::unique_ptr<batch_listener>> streams;
   // Set before the actors are told to exit: a worker then drops a batch it
   // cannot send instead of falling back and saying so.
   std::shared_ptr<std::atomic<bool>> stopping
@@ -123,48 +125,62 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
   return local;
 }
 
-// A trainer node: trains what the head's pipeline makes, on its own device,
-// and listens where worker nodes can reach it: the trainer actor through
-// CAF, its batch stream beside it.
+// A trainer node: its trainers (trainer.count: one per GPU) train what the
+// head's pipeline makes, each on its own device, and each listens where
+// worker nodes can reach it: the trainer actor through CAF, its batch
+// stream beside it. Each waits for its rank (a group_spec from the head).
 caf::expected<local_part>
-start_trainer(caf::actor_system& sys, caf::scoped_actor& self,
-              const run_config& cfg, const welcome& w,
-              const membership_actor& head, const registry& reg) {
-  auto pool = std::make_shared<buffer_pool>(cfg.pipeline.trainer.prefetch
-                                            + 4);
-  auto trainer = spawn_trainer(sys, cfg, reg, w.router, pool);
-  if (!trainer)
-    return std::move(trainer.error());
+start_trainers(caf::actor_system& sys, caf::scoped_actor& self,
+               const run_config& cfg, const welcome& w,
+               const membership_actor& head, const registry& reg) {
   local_part local;
-  local.actors.push_back(caf::actor_cast<caf::actor>(*trainer));
+  std::vector<trainer_actor> trainers;
+  std::vector<trainer_endpoint> places;
   auto fail = [&](const std::string& what, const std::string& why) {
-    self->send_exit(*trainer, caf::exit_reason::user_shutdown);
+    for (auto& a : local.actors)
+      self->send_exit(a, caf::exit_reason::user_shutdown);
     return make_error(errc::run_failure, "trainer: cannot listen " + what
                                            + " on " + cfg.node.cluster.bind
                                            + ": " + why);
   };
-  auto port = sys.middleman().publish(*trainer, 0,
-                                      cfg.node.cluster.bind.c_str());
-  if (!port)
-    return fail("for actors", sys.render(port.error()));
-  trainer_endpoint where;
-  where.node = cfg.node.name;
-  where.host = cfg.node.cluster.bind;
-  where.port = *port;
-  if (cfg.pipeline.transport.batch_stream) {
-    // The largest frame a worker may send: a full batch of float32.
-    auto stream = batch_listener::start(
-      cfg.node.cluster.bind, 0, batch_float_bytes(cfg.pipeline), pool,
-      [t = *trainer](image_batch&& b) { caf::anon_send(t, std::move(b)); },
-      [](const std::string& what) {
-        std::cerr << "stoker-node: " << what << std::endl;
-      });
-    if (!stream)
-      return fail("for batch streams", describe(stream.error()));
-    local.stream = std::move(*stream);
-    where.data_port = local.stream->port();
+  auto count = trainers_on_node(cfg.node.trainer);
+  for (uint32_t i = 0; i < count; ++i) {
+    auto pool = std::make_shared<buffer_pool>(cfg.pipeline.trainer.prefetch
+                                              + 4);
+    auto trainer = spawn_trainer(sys, cfg, reg, w.router, pool, i);
+    if (!trainer) {
+      for (auto& a : local.actors)
+        self->send_exit(a, caf::exit_reason::user_shutdown);
+      return std::move(trainer.error());
+    }
+    local.actors.push_back(caf::actor_cast<caf::actor>(*trainer));
+    auto port = sys.middleman().publish(*trainer, 0,
+                                        cfg.node.cluster.bind.c_str());
+    if (!port)
+      return fail("for actors", sys.render(port.error()));
+    trainer_endpoint where;
+    where.node = cfg.node.name;
+    where.index = i;
+    where.host = cfg.node.cluster.bind;
+    where.port = *port;
+    if (cfg.pipeline.transport.batch_stream) {
+      // The largest frame a worker may send: a full batch of float32.
+      auto stream = batch_listener::start(
+        cfg.node.cluster.bind, 0, batch_float_bytes(cfg.pipeline), pool,
+        [t = *trainer](image_batch&& b) { caf::anon_send(t, std::move(b)); },
+        [](const std::string& what) {
+          std::cerr << "stoker-node: " << what << std::endl;
+        });
+      if (!stream)
+        return fail("for batch streams", describe(stream.error()));
+      where.data_port = (*stream)->port();
+      local.streams.push_back(std::move(*stream));
+    }
+    trainers.push_back(std::move(*trainer));
+    places.push_back(std::move(where));
   }
-  self->send(head, join_atom::value, cfg.node.name, *trainer, where);
+  self->send(head, join_atom::value, cfg.node.name, std::move(trainers),
+             std::move(places));
   return local;
 }
 
@@ -196,6 +212,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   info.memory_bytes = physical_memory_bytes();
   info.workers = worker ? cfg.node.workers : 0;
   info.device = worker ? "" : to_string(cfg.node.trainer.device);
+  info.trainers = worker ? 0 : trainers_on_node(cfg.node.trainer);
   info.control = caf::actor_cast<caf::actor>(self);
   caf::expected<welcome> hello{caf::error{}};
   self->request(*head, c.join_timeout, hello_atom::value, info)
@@ -221,7 +238,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   run_config mine{cfg.node, std::move(hello->pipeline)};
   note_caf_batches(mine);
   auto local = worker ? start_workers(sys, self, mine, *hello, *head, reg)
-                      : start_trainer(sys, self, mine, *hello, *head, reg);
+                      : start_trainers(sys, self, mine, *hello, *head, reg);
   if (!local) {
     std::cerr << "stoker-node: " << describe(local.error()) << std::endl;
     return 1;
@@ -229,9 +246,9 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   std::cout << to_string(cfg.node.role) << " '" << cfg.node.name
             << "' joined; "
             << local->actors.size() << " actor(s) running";
-  if (local->stream)
+  for (auto& stream : local->streams)
     std::cout << "; batch stream on " << cfg.node.cluster.bind << ":"
-              << local->stream->port();
+              << stream->port();
   std::cout << std::endl;
   int code = 0;
   // The head pings every node a fifth of this apart (membership_actor): a
@@ -296,8 +313,8 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   if (alive > 0)
     std::cerr << "stoker-node: " << alive
               << " local actor(s) did not stop within 5 s" << std::endl;
-  if (local->stream)
-    std::cout << "batch stream: " << local->stream->frames()
+  for (auto& stream : local->streams)
+    std::cout << "batch stream: " << stream->frames()
               << " batch(es) received" << std::endl;
   std::cout << to_string(cfg.node.role) << " '" << cfg.node.name
             << "' exits; peak RSS "

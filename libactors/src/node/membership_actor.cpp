@@ -26,6 +26,7 @@ struct membership_state {
   std::vector<caf::actor> worker_controls;      // told of new trainers
   std::vector<node_row> rows;                   // every node seen
   std::vector<trainer_endpoint> trainers;
+  uint32_t world = 0; // the group's size once formed (0: not yet)
   // Worker nodes wait for a trainer to connect to; `wait` for everyone.
   std::vector<caf::typed_response_promise<welcome>> waiting_for_trainer;
   std::vector<caf::typed_response_promise<roster>> waiting_for_all;
@@ -93,12 +94,13 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
                               }),
                c->end());
     auto& t = s.trainers;
-    for (size_t k = 0; k < t.size(); ++k)
-      if (t[k].node == name) {
-        t.erase(t.begin() + static_cast<std::ptrdiff_t>(k));
-        s.current.trainers.erase(s.current.trainers.begin()
-                                 + static_cast<std::ptrdiff_t>(k));
-        break;
+    for (size_t k = t.size(); k-- > 0;)
+      if (t[k].node == name) { // every trainer of the node
+        auto at = static_cast<std::ptrdiff_t>(k);
+        t.erase(t.begin() + at);
+        s.current.trainers.erase(s.current.trainers.begin() + at);
+        s.current.trainer_places.erase(s.current.trainer_places.begin()
+                                       + at);
       }
     for (auto r = s.rows.rbegin(); r != s.rows.rend(); ++r)
       if (r->name == name) {
@@ -162,20 +164,31 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
       }
       joined(self, node);
     },
-    [=](join_atom, std::string& node, trainer_actor& trainer,
-        trainer_endpoint& where) {
+    [=](join_atom, std::string& node, std::vector<trainer_actor>& trainers,
+        std::vector<trainer_endpoint>& places) {
       auto& s = self->state;
-      s.current.trainers.push_back(std::move(trainer));
-      // Worker nodes that joined before connect to it too (a trainer
-      // restarted with --resume comes back on new ports).
-      for (auto& control : s.worker_controls)
-        caf::anon_send(control, where);
-      s.trainers.push_back(std::move(where));
+      for (size_t i = 0; i < trainers.size() && i < places.size(); ++i) {
+        s.current.trainers.push_back(trainers[i]);
+        s.current.trainer_places.push_back(places[i]);
+        // Worker nodes that joined before connect to it too (a trainer
+        // restarted with --resume comes back on new ports).
+        for (auto& control : s.worker_controls)
+          caf::anon_send(control, places[i]);
+        s.trainers.push_back(places[i]);
+        if (s.world == 1) {
+          // The run is on and its group is one rank: this is that rank
+          // back (--resume); the router takes it or says why not.
+          group_spec g;
+          g.node = node;
+          caf::anon_send(trainers[i], std::move(g));
+        }
+      }
       for (auto& promise : s.waiting_for_trainer)
         promise.deliver(welcome_of(self));
       s.waiting_for_trainer.clear();
       joined(self, node);
     },
+    [=](world_atom, uint32_t world) { self->state.world = world; },
     [=](wait_atom) -> caf::result<roster> {
       auto& s = self->state;
       if (s.members.complete())

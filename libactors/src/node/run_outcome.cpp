@@ -33,22 +33,23 @@ std::vector<worker_stats> gather_worker_stats(caf::scoped_actor& self,
 
 caf::expected<run_report>
 collect_report(caf::scoped_actor& self, const router_summary& summary,
-               const trainer_actor& trainer,
+               const std::vector<trainer_actor>& trainers,
                const std::vector<worker_actor>& workers) {
   caf::error failure;
-  trainer_stats tstats;
-  self->request(trainer, caf::infinite, stats_atom::value)
-    .receive([&](trainer_stats& s) { tstats = std::move(s); },
-             [&](caf::error& err) { failure = std::move(err); });
+  std::vector<trainer_stats> tstats;
+  for (auto& t : trainers)
+    self->request(t, caf::infinite, stats_atom::value)
+      .receive([&](trainer_stats& s) { tstats.push_back(std::move(s)); },
+               [&](caf::error& err) { failure = std::move(err); });
   auto wstats = gather_worker_stats(self, workers, std::chrono::seconds(2));
   if (failure)
     return failure;
-  return make_report(summary, tstats, wstats);
+  return make_report(summary, std::move(tstats), wstats);
 }
 
 run_report collect_failed_report(caf::scoped_actor& self,
                                  const router_actor& router,
-                                 const trainer_actor& trainer,
+                                 const std::vector<trainer_actor>& trainers,
                                  const std::vector<worker_actor>& workers,
                                  const caf::error& why) {
   constexpr auto wait = std::chrono::milliseconds(500);
@@ -56,14 +57,20 @@ run_report collect_failed_report(caf::scoped_actor& self,
   self->request(router, wait, status_atom::value)
     .receive([&](router_status& st) { so_far = std::move(st.summary); },
              [](caf::error&) {});
-  std::optional<trainer_stats> tstats;
-  if (trainer)
-    self->request(trainer, wait, stats_atom::value)
-      .receive([&](trainer_stats& s) { tstats = std::move(s); },
-               [](caf::error&) {});
+  // All asked at once: those stuck in a collective do not hold the others.
+  std::vector<trainer_stats> tstats;
+  size_t asked = 0;
+  for (auto& t : trainers)
+    if (t) {
+      self->send(t, stats_atom::value);
+      ++asked;
+    }
+  bool waiting = true;
+  self->receive_while([&] { return waiting && tstats.size() < asked; })(
+    [&](trainer_stats& s) { tstats.push_back(std::move(s)); },
+    caf::after(wait) >> [&] { waiting = false; });
   auto wstats = gather_worker_stats(self, workers, wait);
-  return make_failed_report(so_far, tstats ? &*tstats : nullptr, wstats,
-                            describe(why));
+  return make_failed_report(so_far, tstats, wstats, describe(why));
 }
 
 namespace {

@@ -13,21 +13,21 @@
 
 namespace stoker {
 
-/// Asks the trainer and every worker for their counters and combines them
-/// with the router's summary. A worker that does not answer within 2 s (one
-/// the router lost) is left out. Blocks `self`.
+/// Asks every trainer (each rank) and every worker for their counters and
+/// combines them with the router's summary. A worker that does not answer
+/// within 2 s (one the router lost) is left out. Blocks `self`.
 caf::expected<run_report>
 collect_report(caf::scoped_actor& self, const router_summary& summary,
-               const trainer_actor& trainer,
+               const std::vector<trainer_actor>& trainers,
                const std::vector<worker_actor>& workers);
 
 /// The report of a run that ended with `why`: the router's counts so far,
-/// the trainer's and workers' if they answer within half a second each
-/// (`trainer` may be null: none, or it died), status "failed". Never
-/// blocks longer than that, whatever the actors are doing.
+/// the trainers' and workers' if they answer within half a second (a
+/// trainer that died, or is stuck in a collective, does not), status
+/// "failed". Never blocks much longer than that, whatever the actors do.
 run_report collect_failed_report(caf::scoped_actor& self,
                                  const router_actor& router,
-                                 const trainer_actor& trainer,
+                                 const std::vector<trainer_actor>& trainers,
                                  const std::vector<worker_actor>& workers,
                                  const caf::error& why);
 

@@ -14,6 +14,11 @@ void register_message_types(caf::actor_system_config& cfg) {
     .add_message_type<policy_change>("stoker::policy_change")
     .add_message_type<window_change>("stoker::window_change")
     .add_message_type<trainer_hello>("stoker::trainer_hello")
+    .add_message_type<group_spec>("stoker::group_spec")
+    .add_message_type<group_plan>("stoker::group_plan")
+    .add_message_type<trainer_status>("stoker::trainer_status")
+    .add_message_type<std::vector<trainer_status>>(
+      "std::vector<stoker::trainer_status>")
     .add_message_type<trainer_stats>("stoker::trainer_stats")
     .add_message_type<router_summary>("stoker::router_summary")
     .add_message_type<router_status>("stoker::router_status")

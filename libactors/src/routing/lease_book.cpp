@@ -5,41 +5,115 @@
 
 namespace stoker {
 
+void lease_book::queue(work_item item, bool front) {
+  auto rank = item.slot.rank;
+  if (rank >= pending_.size())
+    pending_.resize(rank + 1);
+  if (front)
+    pending_[rank].push_front(std::move(item));
+  else
+    pending_[rank].push_back(std::move(item));
+  ++pending_count_;
+}
+
 void lease_book::add_pending(std::vector<work_item> items) {
   if (items.empty())
     source_done_ = true;
   for (auto& item : items)
-    pending_.push_back(std::move(item));
+    queue(std::move(item));
+}
+
+const work_item* lease_book::front_pending() const noexcept {
+  const work_item* out = nullptr;
+  for (auto& q : pending_)
+    if (!q.empty() && (out == nullptr || q.front().batch_id < out->batch_id))
+      out = &q.front();
+  return out;
+}
+
+void lease_book::set_trainer_host(uint32_t rank, std::string host) {
+  if (rank >= hosts_.size())
+    hosts_.resize(rank + 1);
+  hosts_[rank] = std::move(host);
+}
+
+const std::string& lease_book::host_of(const work_item& item) const {
+  static const std::string anywhere;
+  return item.slot.rank < hosts_.size() ? hosts_[item.slot.rank] : anywhere;
+}
+
+void lease_book::count_lease(const work_item& item, int delta) {
+  auto rank = item.slot.rank;
+  if (rank >= in_flight_by_rank_.size())
+    in_flight_by_rank_.resize(rank + 1, 0);
+  auto& n = in_flight_by_rank_[rank];
+  n = delta > 0 ? n + 1 : n - std::min<size_t>(n, 1);
 }
 
 lease_book::lease_result lease_book::lease(routing_table& table,
                                            uint32_t window, uint64_t now_ns,
                                            const std::function<bool()>&
                                              on_trainer) {
+  return lease(table, std::vector<rank_budget>{rank_budget{window, 0}},
+               now_ns, on_trainer);
+}
+
+lease_book::lease_result
+lease_book::lease(routing_table& table, const std::vector<rank_budget>& ranks,
+                  uint64_t now_ns, const std::function<bool()>& on_trainer) {
   lease_result out;
   if (trainer_lost_at_)
     return out; // nothing moves until a trainer is back
-  while (leases_.size() < window) {
-    if (pending_.empty()) {
-      out.needs_items = !source_done_;
-      break;
+  // A rank whose period is not known yet counts as the slowest known: its
+  // batches last longest, so it is no more urgent than the others.
+  uint64_t slowest = 1;
+  for (auto& r : ranks)
+    slowest = std::max(slowest, r.period_ns);
+  for (;;) {
+    // The rank closest to starving among those with room and items.
+    std::optional<uint32_t> best;
+    double best_score = 0.0;
+    for (uint32_t r = 0; r < ranks.size(); ++r) {
+      if (in_flight(r) >= ranks[r].window)
+        continue;
+      if (r >= pending_.size() || pending_[r].empty()) {
+        out.needs_items = out.needs_items || !source_done_;
+        continue;
+      }
+      auto period = ranks[r].period_ns > 0 ? ranks[r].period_ns : slowest;
+      double score = static_cast<double>(in_flight(r))
+                     * static_cast<double>(period);
+      if (!best || score < best_score
+          || (score == best_score
+              && pending_[r].front().batch_id
+                   < pending_[*best].front().batch_id)) {
+        best = r;
+        best_score = score;
+      }
     }
-    if (resumed_.contains(pending_.front().batch_id)) {
-      pending_.pop_front(); // the checkpoint has it: trained on already
+    if (!best)
+      break;
+    auto& q = pending_[*best];
+    if (resumed_.contains(q.front().batch_id)) {
+      q.pop_front(); // the checkpoint has it: trained on already
+      --pending_count_;
       ++counters_.resumed;
       continue;
     }
-    auto samples = static_cast<uint32_t>(pending_.front().sample_ids.size());
-    auto index = table.pick(samples, now_ns);
+    auto samples = static_cast<uint32_t>(q.front().sample_ids.size());
+    auto index = table.pick(samples, now_ns, routing_table::none,
+                            host_of(q.front()));
     if (!index)
       break; // no worker qualifies (none joined; local-only: none local)
-    auto item = std::move(pending_.front());
-    pending_.pop_front();
+    auto item = std::move(q.front());
+    q.pop_front();
+    --pending_count_;
     table.on_lease(*index, samples);
     ++counters_.leased;
     item.blur_on_trainer = on_trainer && on_trainer();
     if (item.blur_on_trainer)
       ++counters_.gpu_blur;
+    count_lease(item, +1);
     out.orders.push_back(lease_order{*index, item});
     lease_entry entry;
     entry.worker = *index;
@@ -57,7 +131,7 @@ std::optional<lease_order> lease_book::relay(work_item item, size_t exclude,
   if (l == leases_.end())
     return std::nullopt; // acknowledged meanwhile: nothing to do
   auto samples = static_cast<uint32_t>(item.sample_ids.size());
-  auto other = table.pick(samples, now_ns, exclude);
+  auto other = table.pick(samples, now_ns, exclude, host_of(item));
   if (!other) {
     l->second.worker = routing_table::none;
     orphans_.push_back(std::move(item));
@@ -93,6 +167,7 @@ std::optional<uint64_t> lease_book::ack(uint64_t batch_id, uint64_t now_ns) {
   recent_ns_.push_back(took);
   if (recent_ns_.size() > hedge_history)
     recent_ns_.pop_front();
+  count_lease(i->second.item, -1);
   if (trainer_checkpoints_) // until its next checkpoint has it
     unsaved_.emplace(batch_id, std::move(i->second.item));
   // An orphan acknowledged (its first copy arrived after all) waits no more.
@@ -152,7 +227,7 @@ std::vector<lease_order> lease_book::hedge(routing_table& table,
         || now_ns - std::min(now_ns, l.leased_ns) <= limit)
       continue;
     auto samples = static_cast<uint32_t>(l.item.sample_ids.size());
-    auto other = table.pick(samples, now_ns, l.worker);
+    auto other = table.pick(samples, now_ns, l.worker, host_of(l.item));
     if (!other)
       continue;
     l.hedged = true;
@@ -175,11 +250,13 @@ size_t lease_book::lose_trainer(uint64_t now_ns) {
   leases_.clear();
   orphans_.clear(); // leased: among the leases above
   recent_ns_.clear();
+  in_flight_by_rank_.clear();
+  // Back to the front of each rank's queue, in batch order.
   std::sort(redo.begin(), redo.end(), [](auto& a, auto& b) {
-    return a.batch_id < b.batch_id;
+    return a.batch_id > b.batch_id;
   });
-  pending_.insert(pending_.begin(), std::make_move_iterator(redo.begin()),
-                  std::make_move_iterator(redo.end()));
+  for (auto& item : redo)
+    queue(std::move(item), true);
   trainer_lost_at_ = now_ns;
   return redo.size();
 }

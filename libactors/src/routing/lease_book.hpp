@@ -26,6 +26,14 @@ struct lease_order {
   work_item item;
 };
 
+/// One trainer's share of leasing (a rank of the data-parallel group).
+struct rank_budget {
+  uint32_t window = 0; ///< its in-flight window now; 0: not here yet
+  /// Its time per step beside data waits (step + collective wait), 0 if
+  /// not known yet: how long each buffered batch lasts it.
+  uint64_t period_ns = 0;
+};
+
 /// What the lease book has counted over the run (the router's summary).
 struct lease_counters {
   uint64_t leased = 0;   ///< items leased from the pending queue
@@ -37,7 +45,8 @@ struct lease_counters {
   uint64_t gpu_blur = 0; ///< leased for the trainer's GPU blur
 };
 
-/// Every work item between the source and the trainer's acknowledgement.
+/// Every work item between the source and the trainer's acknowledgement,
+/// for a group of trainers (ranks; one per run is rank 0).
 ///
 /// An item is *pending* (pulled from the source, not leased), *leased*
 /// (to a worker, until the trainer acknowledges its batch: a lease never
@@ -46,7 +55,9 @@ struct lease_counters {
 /// one) or, when the trainer saves checkpoints, *unsaved* (acknowledged
 /// since the trainer's last checkpoint: it comes back if the trainer dies
 /// before the next). Batch ids the trainer trained on before a restart are
-/// *resumed*: never leased again. Times are nanoseconds on the caller's
+/// *resumed*: never leased again. Each item is for one rank
+/// (work_item::slot.rank); pending items wait in one queue per rank and
+/// each rank has its own in-flight window. Times are nanoseconds on the caller's
 /// clock. The book tells the routing table about leases and lost workers;
 /// it sends nothing itself: its operations return the leases to send.
 /// Not thread-safe: owned by the router actor.
@@ -65,10 +76,9 @@ public:
     return source_done_;
   }
 
-  /// The next pending item (what the console's delay estimate is for).
-  const work_item* front_pending() const noexcept {
-    return pending_.empty() ? nullptr : &pending_.front();
-  }
+  /// The oldest pending item of any rank (what the console's delay
+  /// estimate is for).
+  const work_item* front_pending() const noexcept;
 
   // -- leasing ---------------------------------------------------------------
 
@@ -79,12 +89,23 @@ public:
     bool needs_items = false;
   };
 
-  /// Leases pending items, in order, while fewer than `window` are in
-  /// flight (leased or orphaned), each to the worker `table` picks; skips
-  /// resumed ones. Stops early when no worker qualifies. `on_trainer` says
-  /// for each lease whether the trainer's GPU blurs it (placement).
+  /// Leases pending items while some rank has fewer than its window in
+  /// flight (leased or orphaned), each to the worker `table` picks near
+  /// that rank's trainer; skips resumed ones. The rank closest to starving
+  /// goes first: fewest buffered batches times its period, ties to the
+  /// oldest item; each rank's items go in order. Stops early when no
+  /// worker qualifies. `on_trainer` says for each lease whether the
+  /// trainer's GPU blurs it (placement).
+  lease_result lease(routing_table& table,
+                     const std::vector<rank_budget>& ranks, uint64_t now_ns,
+                     const std::function<bool()>& on_trainer = {});
+
+  /// lease() for a run of one trainer with window `window`.
   lease_result lease(routing_table& table, uint32_t window, uint64_t now_ns,
                      const std::function<bool()>& on_trainer = {});
+
+  /// The machine rank `rank`'s trainer runs on (locality for its items).
+  void set_trainer_host(uint32_t rank, std::string host);
 
   /// Leases every orphan to a live worker, if there is one now.
   std::vector<lease_order> relay_orphans(routing_table& table,
@@ -146,8 +167,19 @@ public:
     return leases_.size();
   }
 
+  /// Those of them for rank `rank`.
+  size_t in_flight(uint32_t rank) const noexcept {
+    return rank < in_flight_by_rank_.size() ? in_flight_by_rank_[rank] : 0;
+  }
+
+  /// Pending items of every rank.
   size_t pending() const noexcept {
-    return pending_.size();
+    return pending_count_;
+  }
+
+  /// Those of them for rank `rank`.
+  size_t pending(uint32_t rank) const noexcept {
+    return rank < pending_.size() ? pending_[rank].size() : 0;
   }
 
   size_t orphans() const noexcept {
@@ -165,7 +197,8 @@ public:
 
   /// Every item of the run is acknowledged (and the trainer is here).
   bool done() const noexcept {
-    return source_done_ && pending_.empty() && drained() && !trainer_lost_at_;
+    return source_done_ && pending_count_ == 0 && drained()
+           && !trainer_lost_at_;
   }
 
   /// Batches currently leased to `worker`.
@@ -188,7 +221,15 @@ private:
   std::optional<lease_order> relay(work_item item, size_t exclude,
                                    routing_table& table, uint64_t now_ns);
 
-  std::deque<work_item> pending_;
+  // Queues `item` for its rank, at the back (or the front: given back).
+  void queue(work_item item, bool front = false);
+  const std::string& host_of(const work_item& item) const;
+  void count_lease(const work_item& item, int delta);
+
+  std::vector<std::deque<work_item>> pending_; // by rank, each in order
+  size_t pending_count_ = 0;
+  std::vector<size_t> in_flight_by_rank_;
+  std::vector<std::string> hosts_; // by rank: its trainer's machine
   bool source_done_ = false;
   std::unordered_map<uint64_t, lease_entry> leases_; // by batch id
   std::deque<work_item> orphans_;

@@ -33,19 +33,47 @@ router_summary router_state::current_summary() const {
   out.batches_gpu_blur = c.gpu_blur;
   out.samples_acked = c.acked_samples;
   out.policy = to_string(table.policy());
-  if (window) {
-    out.window = window->size();
-    out.window_max = window->max();
-    out.window_changes = window->changes();
-    out.window_last_change = window->last_change();
+  // Rank 0's window (each rank has its own: the console shows them all).
+  if (!trainers.empty() && trainers[0].window) {
+    auto& w = *trainers[0].window;
+    out.window = w.size();
+    out.window_max = w.max();
+    out.window_changes = w.changes();
+    out.window_last_change = w.last_change();
   }
   return out;
 }
 
+bool router_state::group_complete() const {
+  return !trainers.empty()
+         && std::all_of(trainers.begin(), trainers.end(),
+                        [](auto& t) { return t.actor && t.window; });
+}
+
+bool router_state::all_gpu() const {
+  return !trainers.empty()
+         && std::all_of(trainers.begin(), trainers.end(),
+                        [](auto& t) { return t.gpu; });
+}
+
+std::optional<uint32_t>
+router_state::rank_of(const caf::actor_addr& addr) const {
+  for (uint32_t r = 0; r < trainers.size(); ++r)
+    if (trainers[r].actor
+        && caf::actor_cast<caf::actor_addr>(trainers[r].actor) == addr)
+      return r;
+  return std::nullopt;
+}
+
 void send_leases(router_ptr self, std::vector<lease_order> orders) {
   auto& st = self->state;
-  for (auto& order : orders)
-    self->send(st.workers[order.worker], std::move(order.item), st.trainer);
+  for (auto& order : orders) {
+    auto rank = order.item.slot.rank;
+    // Straight from the worker to the trainer of the item's rank.
+    auto to = rank < st.trainers.size() ? st.trainers[rank].actor
+                                        : trainer_actor{};
+    self->send(st.workers[order.worker], std::move(order.item), to);
+  }
 }
 
 // Judges the placement period if it is over: the least busy live worker's
@@ -59,7 +87,7 @@ void judge_placement(router_ptr self) {
   if (length < placement_period_ns)
     return;
   auto signals = st.period;
-  signals.trainer_gpu = st.trainer_gpu;
+  signals.trainer_gpu = st.all_gpu();
   signals.min_worker_busy = -1.0;
   auto& workers = st.table.workers();
   for (size_t i = 0; i < workers.size(); ++i) {
@@ -80,7 +108,7 @@ void judge_placement(router_ptr self) {
     st.summary.gpu_share = st.offload.share();
   }
   st.summary.placement_reason = st.offload.last_reason();
-  if (st.period.acks < st.offload.limits().min_acks && st.trainer_gpu)
+  if (st.period.acks < st.offload.limits().min_acks && st.all_gpu())
     return; // too little seen: the period goes on
   st.period = offload_signals{};
   st.period_started_ns = now;
@@ -118,9 +146,13 @@ void fetch(router_ptr self) {
   if (st.fetching || st.book.source_done())
     return;
   st.fetching = true;
-  // Pull a window's worth at a time: few messages, O(window) memory.
+  // Pull a window's worth per rank at a time: few messages, O(window)
+  // memory.
+  uint32_t n = 0;
+  for (auto& t : st.trainers)
+    n += t.window ? t.window->size() : st.spec.window;
   self->request(st.source, caf::infinite, next_atom::value,
-                st.window ? st.window->size() : st.spec.window)
+                std::max<uint32_t>(n, 1))
     .then(
       [=](std::vector<work_item>& items) {
         self->state.fetching = false;
@@ -188,24 +220,44 @@ void dispatch(router_ptr self) {
   send_leases(self, st.book.relay_orphans(st.table, st.now_ns()));
   // Nothing moves before `run`: workers that join first would otherwise get
   // the first leases before the others have joined.
-  if (!st.run_requested || !st.trainer || !st.window || st.paused
+  // Nor before every rank is here: a batch for a rank no trainer holds
+  // would wait, and the others would wait for it at their barrier.
+  if (!st.run_requested || !st.group_complete() || st.paused
       || !st.stopping.empty())
     return;
-  auto leased = st.book.lease(st.table, st.window->size(), st.now_ns(),
-                              [&st] {
-                                return st.trainer_gpu
-                                       && st.offload.next_on_trainer();
-                              });
+  std::vector<rank_budget> budgets;
+  for (auto& t : st.trainers)
+    budgets.push_back(rank_budget{
+      t.window->size(),
+      t.measured ? static_cast<uint64_t>(t.period_ns) : uint64_t{0}});
+  auto leased = st.book.lease(st.table, budgets, st.now_ns(), [&st] {
+    return st.all_gpu() && st.offload.next_on_trainer();
+  });
   send_leases(self, std::move(leased.orders));
   if (leased.needs_items)
     fetch(self);
 }
 
-// The trainer died. One that checkpoints may come back with --resume (the
-// book puts what it had not saved back in the queue, and nothing moves
-// until a trainer says hello); otherwise the run ends with the reason.
-void lose_trainer(router_ptr self, const std::string& why) {
+// A trainer died. A lone one that checkpoints may come back with --resume
+// (the book puts what it had not saved back in the queue, and nothing
+// moves until a trainer says hello); otherwise the run ends with the
+// reason. In a group of several ranks the others cannot step without it:
+// the run ends at once, naming it, before they time out in a collective.
+void lose_trainer(router_ptr self, uint32_t rank, const std::string& why) {
   auto& st = self->state;
+  auto& slot = st.trainers[rank];
+  if (st.world > 1) {
+    if (!st.failure)
+      st.failure = make_error(
+        errc::run_failure,
+        "trainer rank " + std::to_string(rank) + " on node '" + slot.node
+          + "' exited before the run ended"
+          + (why.empty() ? std::string{} : " (" + why + ")") + "; the other "
+          + std::to_string(st.world - 1)
+          + " rank(s) of the data-parallel group cannot step without it");
+    caf::aout(self) << "router: " << describe(st.failure) << std::endl;
+    return;
+  }
   auto reason = "the trainer exited before the run ended"
                 + (why.empty() ? std::string{} : ": " + why);
   if (st.scope == router_scope::local) {
@@ -221,8 +273,8 @@ void lose_trainer(router_ptr self, const std::string& why) {
     return;
   }
   auto waiting = st.book.lose_trainer(st.now_ns());
-  st.trainer = nullptr;
-  st.window.reset();
+  slot.actor = nullptr;
+  slot.window.reset();
   caf::aout(self) << "router: " << reason << "; " << waiting
                   << " batch(es) not in its checkpoint wait for it; waiting "
                      "up to "
@@ -293,13 +345,33 @@ void check_heartbeats(router_ptr self) {
   }
 }
 
-// A trainer said hello: the first, or one restarted with --resume after
-// the first was lost. One per run for now.
+// A trainer said hello: one of each rank, or (a group of one) one
+// restarted with --resume after the first was lost.
 void trainer_joined(router_ptr self, trainer_actor trainer,
                     const trainer_hello& hello) {
   auto& st = self->state;
-  if (st.trainer)
-    return; // one trainer per run (see docs/architecture.md)
+  if (hello.world != st.world || hello.rank >= st.world) {
+    caf::aout(self) << "router: refused a trainer of node '" << hello.node
+                    << "' as rank " << hello.rank << " of " << hello.world
+                    << "; expected a rank below the group's size "
+                    << st.world << std::endl;
+    self->send_exit(trainer, caf::exit_reason::user_shutdown);
+    return;
+  }
+  auto& slot = st.trainers[hello.rank];
+  if (slot.actor)
+    return; // that rank is taken (a second hello: ignored)
+  if (st.world > 1 && hello.checkpoints && !st.failure) {
+    st.failure = make_error(
+      errc::invalid_config,
+      "trainer.checkpoint-dir is set on node '" + hello.node
+        + "', but checkpoints of a data-parallel group (" + std::to_string(
+          st.world)
+        + " trainers) are not supported yet; expected no "
+          "trainer.checkpoint-dir, or one trainer");
+    maybe_finish(self);
+    return;
+  }
   if (st.book.trainer_lost_at() && !hello.resumed) {
     // Its empty ledger would count everything trained before as missing,
     // and its model never saw it: refuse, keep waiting.
@@ -317,7 +389,10 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
                     << " more trained)" << std::endl;
   st.book.trainer_joined(hello.checkpoints, hello.done_below,
                          hello.done_ids);
-  st.trainer_gpu = hello.gpu_blur;
+  st.book.set_trainer_host(hello.rank, hello.host);
+  slot.gpu = hello.gpu_blur;
+  slot.node = hello.node;
+  slot.host = hello.host;
   if (st.spec.placement != blur_placement::cpu)
     caf::aout(self) << "router: pipeline.placement = "
                     << to_string(st.spec.placement) << "; the trainer "
@@ -325,27 +400,53 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
                                        : "has no CUDA blur stage: the "
                                          "workers blur everything")
                     << std::endl;
-  st.trainer = std::move(trainer);
-  st.trainer_heard_ns = st.now_ns();
-  self->monitor(st.trainer);
-  st.table.set_trainer_host(hello.host);
-  st.limits.min = hello.prefetch;
-  st.window.emplace(st.limits);
+  slot.actor = std::move(trainer);
+  slot.heard_ns = st.now_ns();
+  self->monitor(slot.actor);
+  std::vector<std::string> hosts;
+  for (auto& t : st.trainers)
+    hosts.push_back(t.host);
+  st.table.set_trainer_hosts(std::move(hosts));
+  auto limits = st.limits;
+  limits.min = hello.prefetch;
+  slot.window.emplace(limits);
+  if (st.world > 1)
+    caf::aout(self) << "router: trainer rank " << hello.rank << " of "
+                    << st.world << " (node '" << hello.node
+                    << "') is here" << std::endl;
   dispatch(self);
 }
 
 void on_ack(router_ptr self, const batch_ack& ack) {
   auto& st = self->state;
   auto now = st.now_ns();
-  st.trainer_heard_ns = now;
+  if (ack.rank >= st.trainers.size())
+    return; // not of this group
+  auto& slot = st.trainers[ack.rank];
+  slot.heard_ns = now;
   if (!st.book.ack(ack.batch_id, now))
     return; // a late answer for a batch acknowledged already
+  if (ack.step_ns > 0) { // trained on (not rejected)
+    // The same weight as the routing table's rates: a few steps settle it.
+    auto mix = [&](double& avg, uint64_t x) {
+      avg = slot.measured ? routing_table::rate_smoothing
+                                * static_cast<double>(x)
+                              + (1.0 - routing_table::rate_smoothing) * avg
+                          : static_cast<double>(x);
+    };
+    mix(slot.period_ns, ack.step_ns + ack.collective_ns);
+    mix(slot.wait_ns, ack.wait_ns);
+    mix(slot.collective_ns, ack.collective_ns);
+    slot.measured = true;
+  }
   if (st.trace) {
+    auto lane = st.world > 1 ? "trainer " + std::to_string(ack.rank)
+                             : std::string{"trainer"};
     auto step_start = now - std::min(now, ack.step_ns);
-    st.trace->span("trainer", "data wait",
+    st.trace->span(lane, "data wait",
                    step_start - std::min(step_start, ack.wait_ns),
                    ack.wait_ns, ack.batch_id);
-    st.trace->span("trainer", "step", step_start, ack.step_ns, ack.batch_id);
+    st.trace->span(lane, "step", step_start, ack.step_ns, ack.batch_id);
   }
   st.period.wait_ns += ack.wait_ns;
   st.period.step_ns += ack.step_ns;
@@ -353,8 +454,8 @@ void on_ack(router_ptr self, const batch_ack& ack) {
   uint64_t queued = 0;
   for (auto& w : st.table.workers())
     queued += w.outstanding_items;
-  if (st.window)
-    st.window->on_ack(ack.wait_ns, ack.step_ns, queued, ack.backlog);
+  if (slot.window)
+    slot.window->on_ack(ack.wait_ns, ack.step_ns, queued, ack.backlog);
   dispatch(self);
   maybe_finish(self);
 }
@@ -399,6 +500,8 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
   st.summary.gpu_share = st.offload.share();
   st.summary.placement_reason = st.offload.last_reason();
   st.summary.samples_expected = expected_samples;
+  st.summary.plan.samples_expected = expected_samples;
+  st.trainers.resize(1); // a group of one until `world` says otherwise
   // A worker that dies loses its leases to the others; a trainer that dies
   // ends the run with its reason (or waits for it to resume).
   self->set_down_handler([=](caf::down_msg& msg) {
@@ -412,8 +515,8 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       return;
     }
     auto why = msg.reason ? describe(msg.reason) : std::string{};
-    if (msg.source == caf::actor_cast<caf::actor_addr>(s.trainer)) {
-      lose_trainer(self, why);
+    if (auto rank = s.rank_of(msg.source)) {
+      lose_trainer(self, *rank, why);
       maybe_finish(self);
       return;
     }
@@ -449,8 +552,29 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
     [=](const policy_change& change) { return set_policy(self, change); },
     [=](const window_change& change) { return set_window(self, change); },
     [=](saved_atom) {
-      self->state.trainer_heard_ns = self->state.now_ns();
-      self->state.book.saved(); // all acked so far is in the checkpoint
+      auto& s = self->state;
+      for (auto& t : s.trainers) // a group of one: checkpoints only there
+        t.heard_ns = s.now_ns();
+      s.book.saved(); // all acked so far is in the checkpoint
+    },
+    [=](world_atom, uint32_t world) -> caf::result<group_plan> {
+      auto& s = self->state;
+      if (s.run_requested)
+        return make_error(errc::run_failure,
+                          "the group's size came after the run started");
+      auto rp = self->template make_response_promise<group_plan>();
+      self->request(s.source, caf::infinite, world_atom::value, world)
+        .then(
+          [=](group_plan& plan) mutable {
+            auto& s2 = self->state;
+            s2.world = world;
+            s2.trainers.resize(world);
+            s2.summary.samples_expected = plan.samples_expected;
+            s2.summary.plan = plan;
+            rp.deliver(std::move(plan));
+          },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
     },
     [=](tick_atom) {
       auto& s = self->state;

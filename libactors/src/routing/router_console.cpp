@@ -18,12 +18,33 @@ router_status status_of(router_ptr self) {
         .count());
   out.in_flight = s.book.in_flight();
   out.batch_bytes = s.limits.batch_bytes;
-  out.trainer_present = static_cast<bool>(s.trainer);
+  out.trainer_present = s.group_complete();
   out.paused = s.paused;
+  out.world = s.world;
   auto now = s.now_ns();
-  if (s.trainer)
-    out.trainer_heard_ms_ago = static_cast<int64_t>(
-      (now - std::min(now, s.trainer_heard_ns)) / 1000000);
+  for (uint32_t r = 0; r < s.trainers.size(); ++r) {
+    auto& t = s.trainers[r];
+    trainer_status ts;
+    ts.rank = r;
+    ts.node = t.node;
+    ts.host = t.host;
+    ts.present = static_cast<bool>(t.actor);
+    ts.window = t.window ? t.window->size() : 0;
+    ts.window_last_change = t.window ? t.window->last_change() : "";
+    ts.in_flight = s.book.in_flight(r);
+    ts.pending = s.book.pending(r);
+    if (t.actor) {
+      ts.heard_ms_ago = static_cast<int64_t>(
+        (now - std::min(now, t.heard_ns)) / 1000000);
+      // The console's one figure: the rank heard from longest ago.
+      out.trainer_heard_ms_ago = std::max(out.trainer_heard_ms_ago,
+                                          ts.heard_ms_ago);
+    }
+    ts.period_ms = t.period_ns * 1e-6;
+    ts.wait_ms = t.wait_ns * 1e-6;
+    ts.collective_ms = t.collective_ns * 1e-6;
+    out.trainers.push_back(std::move(ts));
+  }
   auto next = s.book.front_pending();
   auto samples = next == nullptr
                    ? uint32_t{0}
@@ -59,12 +80,16 @@ std::string set_window(router_ptr self, const window_change& change) {
   auto& s = self->state;
   auto n = change.size;
   s.limits.initial = n;
-  if (!s.window)
+  std::optional<uint32_t> took;
+  for (auto& t : s.trainers) // every rank's window
+    if (t.window)
+      took = t.window->set_size(n, "set from the console");
+  if (!took)
     return "router.window will start at " + std::to_string(n);
-  auto took = s.window->set_size(n, "set from the console");
   dispatch(self);
-  return "router.window is now " + std::to_string(took)
-         + (took != n ? " (clamped to [trainer.prefetch, "
+  return "router.window is now " + std::to_string(*took)
+         + (s.trainers.size() > 1 ? " for every trainer" : "")
+         + (*took != n ? " (clamped to [trainer.prefetch, "
                         "router.max-inflight-bytes])"
                       : "");
 }

@@ -23,13 +23,27 @@ namespace stoker::detail {
 
 using clock_type = std::chrono::steady_clock;
 
+/// One rank of the data-parallel group as the router keeps it.
+struct trainer_slot {
+  trainer_actor actor;                   // null until it says hello
+  std::optional<inflight_window> window; // its own, adapting to its acks
+  uint64_t heard_ns = 0; // its last credit, ack or `saved`
+  bool gpu = false;      // its hello said it has a CUDA blur stage
+  std::string node;
+  std::string host;
+  // Moving averages per step (acks), nanoseconds.
+  double period_ns = 0.0; // step + collective: how long a batch lasts it
+  double wait_ns = 0.0;
+  double collective_ns = 0.0;
+  bool measured = false;
+};
+
 struct router_state {
   router_spec spec;
   router_scope scope = router_scope::cluster;
   // -- the plain parts the actor is glue over
   lease_book book;   // every work item from the source to the ack
   routing_table table{routing_policy::least_loaded};
-  std::optional<inflight_window> window; // while a trainer is here
   window_limits limits;
   // pipeline.placement: which leases go to the trainer's GPU unblurred,
   // judged once per placement_period from the acks and worker reports.
@@ -39,9 +53,8 @@ struct router_state {
   std::vector<worker_actor> workers; // by routing table index
   std::vector<uint64_t> worker_memory; // its machine's, 0: unknown
   std::map<caf::actor_addr, size_t> worker_index;
-  trainer_actor trainer;
-  uint64_t trainer_heard_ns = 0; // its last credit, ack or `saved`
-  bool trainer_gpu = false;      // its hello said it has a CUDA blur stage
+  uint32_t world = 1;                 // the group's size (`world`)
+  std::vector<trainer_slot> trainers; // by rank
   bool fetching = false;         // a request to the source is out
   std::optional<uint64_t> no_workers_since; // ns, while none is alive
   // -- the console's
@@ -72,6 +85,16 @@ struct router_state {
 
   /// The summary with the book's and the window's counts in it.
   router_summary current_summary() const;
+
+  /// A trainer of every rank is here (nothing is leased before).
+  bool group_complete() const;
+
+  /// Every rank's trainer has a CUDA blur stage (placement may send it
+  /// unblurred batches).
+  bool all_gpu() const;
+
+  /// The rank of the trainer `addr`, if it is one of the group.
+  std::optional<uint32_t> rank_of(const caf::actor_addr& addr) const;
 };
 
 using router_ptr = router_actor::stateful_pointer<router_state>;

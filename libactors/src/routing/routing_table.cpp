@@ -19,15 +19,28 @@ size_t routing_table::add_worker(std::string name, std::string host,
   auto& w = workers_.back();
   w.name = std::move(name);
   w.host = std::move(host);
-  w.local = !trainer_host_.empty() && w.host == trainer_host_;
+  w.local = std::find(trainer_hosts_.begin(), trainer_hosts_.end(), w.host)
+            != trainer_hosts_.end();
   w.last_report_ns = now_ns;
   return workers_.size() - 1;
 }
 
 void routing_table::set_trainer_host(const std::string& host) {
-  trainer_host_ = host;
+  set_trainer_hosts({host});
+}
+
+void routing_table::set_trainer_hosts(std::vector<std::string> hosts) {
+  hosts.erase(std::remove(hosts.begin(), hosts.end(), std::string{}),
+              hosts.end());
+  trainer_hosts_ = std::move(hosts);
   for (auto& w : workers_)
-    w.local = !host.empty() && w.host == host;
+    w.local = std::find(trainer_hosts_.begin(), trainer_hosts_.end(), w.host)
+              != trainer_hosts_.end();
+}
+
+bool routing_table::near_to(size_t index, const std::string& near) const {
+  return near.empty() ? workers_[index].local
+                      : workers_[index].host == near;
 }
 
 void routing_table::on_lease(size_t index, uint32_t samples) {
@@ -133,30 +146,32 @@ double routing_table::expected_delay(size_t index, uint32_t samples,
   return delay * (1.0 + overdue / static_cast<double>(stale_after_ns_));
 }
 
-bool routing_table::eligible(size_t index, size_t exclude) const {
+bool routing_table::eligible(size_t index, size_t exclude,
+                             const std::string& near) const {
   if (index == exclude || !workers_[index].alive || workers_[index].draining)
     return false;
-  return policy_ != routing_policy::local_only || workers_[index].local;
+  return policy_ != routing_policy::local_only || near_to(index, near);
 }
 
-bool routing_table::preferred_on_tie(size_t a, size_t b) const {
+bool routing_table::preferred_on_tie(size_t a, size_t b,
+                                     const std::string& near) const {
   // Locality first (no network hop), then the worker with less work so
   // far, so work spreads and a newcomer gets measured.
-  if (workers_[a].local != workers_[b].local)
-    return workers_[a].local;
+  if (near_to(a, near) != near_to(b, near))
+    return near_to(a, near);
   auto work_of = [&](size_t i) {
     return workers_[i].items_done + workers_[i].outstanding_items;
   };
   return work_of(a) < work_of(b);
 }
 
-std::optional<size_t> routing_table::least_delay(uint32_t samples,
-                                                 uint64_t now_ns,
-                                                 size_t exclude) const {
+std::optional<size_t>
+routing_table::least_delay(uint32_t samples, uint64_t now_ns, size_t exclude,
+                           const std::string& near) const {
   std::optional<size_t> best;
   double best_delay = 0.0;
   for (size_t i = 0; i < workers_.size(); ++i) {
-    if (!eligible(i, exclude))
+    if (!eligible(i, exclude, near))
       continue;
     double d = expected_delay(i, samples, now_ns);
     if (!best) {
@@ -165,7 +180,7 @@ std::optional<size_t> routing_table::least_delay(uint32_t samples,
       continue;
     }
     bool tie = std::abs(d - best_delay) <= 1e-9 * std::max(d, best_delay);
-    if ((!tie && d < best_delay) || (tie && preferred_on_tie(i, *best))) {
+    if ((!tie && d < best_delay) || (tie && preferred_on_tie(i, *best, near))) {
       best = i;
       best_delay = d;
     }
@@ -181,22 +196,22 @@ uint64_t routing_table::next_random() noexcept {
   return z ^ (z >> 31);
 }
 
-std::optional<size_t> routing_table::better_of_two(uint32_t samples,
-                                                   uint64_t now_ns,
-                                                   size_t exclude) {
+std::optional<size_t>
+routing_table::better_of_two(uint32_t samples, uint64_t now_ns, size_t exclude,
+                             const std::string& near) {
   // Draw two distinct workers among the eligible ones (alive, not
   // `exclude`): a scan of flags, but only two delay estimates, where
   // least-loaded estimates every worker's.
   size_t n = workers_.size();
   size_t usable = 0;
   for (size_t i = 0; i < n; ++i)
-    usable += eligible(i, exclude) ? 1 : 0;
+    usable += eligible(i, exclude, near) ? 1 : 0;
   if (usable == 0)
     return std::nullopt;
   auto draw = [&] {
     size_t k = next_random() % usable;
     for (size_t i = 0; i < n; ++i)
-      if (eligible(i, exclude) && k-- == 0)
+      if (eligible(i, exclude, near) && k-- == 0)
         return i;
     return n; // unreachable: k < usable
   };
@@ -211,12 +226,13 @@ std::optional<size_t> routing_table::better_of_two(uint32_t samples,
   double db = expected_delay(b, samples, now_ns);
   bool tie = std::abs(da - db) <= 1e-9 * std::max(da, db);
   if (tie)
-    return preferred_on_tie(b, a) ? b : a;
+    return preferred_on_tie(b, a, near) ? b : a;
   return db < da ? b : a;
 }
 
 std::optional<size_t> routing_table::pick(uint32_t samples, uint64_t now_ns,
-                                          size_t exclude) {
+                                          size_t exclude,
+                                          const std::string& near) {
   if (workers_.empty())
     return std::nullopt;
   switch (policy_) {
@@ -224,17 +240,17 @@ std::optional<size_t> routing_table::pick(uint32_t samples, uint64_t now_ns,
       for (size_t tries = 0; tries < workers_.size(); ++tries) {
         size_t i = next_rr_ % workers_.size();
         next_rr_ = i + 1;
-        if (eligible(i, exclude))
+        if (eligible(i, exclude, near))
           return i;
       }
       return std::nullopt;
     case routing_policy::power_of_two:
-      return better_of_two(samples, now_ns, exclude);
+      return better_of_two(samples, now_ns, exclude, near);
     case routing_policy::least_loaded:
     case routing_policy::local_only:
       break;
   }
-  return least_delay(samples, now_ns, exclude);
+  return least_delay(samples, now_ns, exclude, near);
 }
 
 } // namespace stoker

@@ -56,6 +56,10 @@ public:
   /// (local-only's pool and least-loaded's tie-break).
   void set_trainer_host(const std::string& host);
 
+  /// The machines of every trainer of a data-parallel group: a worker on
+  /// any of them is `local`.
+  void set_trainer_hosts(std::vector<std::string> hosts);
+
   /// Records that `samples` samples were leased to worker `index`.
   void on_lease(size_t index, uint32_t samples);
 
@@ -86,9 +90,12 @@ public:
 
   /// The worker for an item of `samples` samples, other than `exclude`, or
   /// nothing if no worker qualifies (none joined; local-only: none on the
-  /// trainer's machine).
+  /// trainer's machine). `near`, when set, is the machine of the trainer
+  /// the item is for: workers there win ties (and local-only takes only
+  /// them), so a batch skips the network where that costs nothing.
   std::optional<size_t> pick(uint32_t samples, uint64_t now_ns = 0,
-                             size_t exclude = none);
+                             size_t exclude = none,
+                             const std::string& near = {});
 
   /// Expected seconds until worker `index` would finish one more item of
   /// `samples` samples: (queued + in flight + samples) / rate, times
@@ -110,19 +117,24 @@ public:
 
 private:
   double assumed_rate(const worker_load& w) const;
-  bool eligible(size_t index, size_t exclude) const;
-  // Whether `a` beats `b` at equal delay: local first, then less work.
-  bool preferred_on_tie(size_t a, size_t b) const;
+  // Whether worker `index` is on the machine `near` (any trainer's when
+  // `near` is empty).
+  bool near_to(size_t index, const std::string& near) const;
+  bool eligible(size_t index, size_t exclude, const std::string& near) const;
+  // Whether `a` beats `b` at equal delay: near first, then less work.
+  bool preferred_on_tie(size_t a, size_t b, const std::string& near) const;
   std::optional<size_t> least_delay(uint32_t samples, uint64_t now_ns,
-                                    size_t exclude) const;
+                                    size_t exclude,
+                                    const std::string& near) const;
   std::optional<size_t> better_of_two(uint32_t samples, uint64_t now_ns,
-                                      size_t exclude);
+                                      size_t exclude,
+                                      const std::string& near);
   uint64_t next_random() noexcept;
 
   routing_policy policy_;
   uint64_t stale_after_ns_;
   uint64_t rng_state_;
-  std::string trainer_host_;
+  std::vector<std::string> trainer_hosts_;
   std::vector<worker_load> workers_;
   size_t next_rr_ = 0;
 };

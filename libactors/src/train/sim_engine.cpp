@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "stoker/errors.hpp"
+#include "train/collective.hpp"
 #include "train/step_engine.hpp"
 
 namespace stoker {
@@ -16,11 +17,25 @@ public:
     // nop
   }
 
-  caf::expected<step_result> step(const image_batch&) override {
+  caf::expected<step_result> step(const image_batch& batch) override {
     // Sleeping, not spinning: a simulated accelerator takes no host CPU,
     // just like a real one that is busy with its own kernels.
-    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms_));
-    return step_result{std::numeric_limits<double>::quiet_NaN()};
+    if (batch.size() > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(step_ms_));
+    step_result out{std::numeric_limits<double>::quiet_NaN(), 0};
+    if (group_) {
+      // Nothing to exchange, but the group's step semantics: no rank
+      // starts step k+1 before every rank finished step k.
+      if (auto err = group_->barrier())
+        return err;
+      out.collective_ns = group_->take_wait_ns();
+    }
+    return out;
+  }
+
+  caf::error join_group(std::shared_ptr<collective_group> group) override {
+    group_ = std::move(group);
+    return caf::none;
   }
 
   caf::expected<eval_result> evaluate(const image_batch&) override {
@@ -57,6 +72,7 @@ public:
 
 private:
   uint32_t step_ms_;
+  std::shared_ptr<collective_group> group_;
 };
 
 } // namespace
@@ -67,10 +83,10 @@ std::unique_ptr<step_engine> make_sim_engine(uint32_t step_ms) {
 
 caf::expected<std::unique_ptr<step_engine>>
 make_step_engine(const trainer_spec& spec, const trainer_local_spec& local,
-                 const registry& reg) {
+                 const registry& reg, uint32_t local_index) {
   if (local.device == device_kind::sim)
     return make_sim_engine(spec.sim_step_ms);
-  return make_torch_engine(spec, local, reg);
+  return make_torch_engine(spec, local, reg, local_index);
 }
 
 } // namespace stoker

@@ -12,10 +12,16 @@
 namespace stoker {
 
 class registry;
+class collective_group;
 
 /// What one training step produced.
 struct step_result {
-  double loss = 0.0; ///< NaN when the device is simulated (no model runs)
+  /// NaN when the device is simulated (no model runs); in a group, the
+  /// global step's mean over every rank's samples.
+  double loss = 0.0;
+  /// Time in the group's collectives (waiting for the other ranks, then
+  /// reducing): 0 for a group of one.
+  uint64_t collective_ns = 0;
 };
 
 /// What evaluating one batch produced.
@@ -31,8 +37,17 @@ public:
   virtual ~step_engine() = default;
 
   /// Trains one step on a checked CHW float32 batch. The batch stays owned
-  /// by the caller; engines copy what they keep.
+  /// by the caller; engines copy what they keep. In a group every rank
+  /// calls it once per global step, also with an empty batch (a rank whose
+  /// share of a `partial` tail is nothing): its gradients count by their
+  /// samples, so the update is the one of the whole global batch.
   virtual caf::expected<step_result> step(const image_batch& batch) = 0;
+
+  /// Makes this engine one rank of `group` (world > 1; the engine keeps
+  /// it): rank 0's parameters and buffers are copied to every rank now,
+  /// and from then on each step waits for the others (a barrier for the
+  /// simulated accelerator, the gradient all-reduce for a model).
+  virtual caf::error join_group(std::shared_ptr<collective_group> group) = 0;
 
   /// Predicts a checked CHW float32 batch without training (no gradients,
   /// the model in evaluation mode for the call).
@@ -72,13 +87,19 @@ std::unique_ptr<step_engine> make_sim_engine(uint32_t step_ms);
 /// sees a GPU, else CPU) with `local.threads`. Fails with
 /// errc::invalid_config when the device is not available or the model is
 /// not registered, naming it.
+/// `local_index`: which of this node's trainers it is (the CUDA device it
+/// takes: the index modulo the devices LibTorch sees).
 caf::expected<std::unique_ptr<step_engine>>
 make_torch_engine(const trainer_spec& spec, const trainer_local_spec& local,
-                  const registry& reg);
+                  const registry& reg, uint32_t local_index = 0);
 
 /// The engine `local.device` asks for (sim needs no model).
 caf::expected<std::unique_ptr<step_engine>>
 make_step_engine(const trainer_spec& spec, const trainer_local_spec& local,
-                 const registry& reg);
+                 const registry& reg, uint32_t local_index = 0);
+
+/// How many trainers this node runs: trainer.count, or (0) one per CUDA
+/// device LibTorch sees where the device may be CUDA, else one.
+uint32_t trainers_on_node(const trainer_local_spec& local);
 
 } // namespace stoker

@@ -1,17 +1,26 @@
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <sstream>
 
+#include <torch/csrc/utils/tensor_flatten.h>
 #include <torch/torch.h>
 
 #include "stoker/errors.hpp"
 #include "stoker/registry.hpp"
 #include "kernels/cuda_devices.hpp"
+#include "train/collective.hpp"
 #include "train/step_engine.hpp"
 
 namespace stoker {
 
 namespace {
+
+// Gradients go to the all-reduce in flattened buckets of about this size:
+// a few calls per step instead of one per parameter tensor (what PyTorch's
+// DDP does with its 25 MB default).
+constexpr size_t bucket_bytes = size_t{25} << 20;
 
 std::unique_ptr<torch::optim::Optimizer>
 make_optimizer(const model_def& def, const trainer_spec& spec,
@@ -95,30 +104,136 @@ public:
     }
   }
 
+  caf::error join_group(std::shared_ptr<collective_group> group) override {
+    group_ = std::move(group);
+    try {
+      // Every rank starts from rank 0's model.
+      torch::NoGradGuard no_grad;
+      std::vector<at::Tensor> state;
+      for (auto& p : model_.ptr()->parameters())
+        state.push_back(p);
+      for (auto& b : model_.ptr()->buffers())
+        state.push_back(b);
+      return group_->broadcast_from_rank0(state);
+    } catch (const std::exception& e) {
+      return make_error(errc::trainer_failure,
+                        std::string{"cannot take rank 0's model: "}
+                          + e.what());
+    }
+  }
+
+  // After the local backward: each rank's gradients, weighted by its
+  // samples, summed over the ranks in a few flat buckets; the sums are
+  // waited for, then divided by the group's samples: the gradient of the
+  // mean loss over the whole global batch, whatever each rank's share.
+  // Returns the global mean loss, or nothing when the step had no samples.
+  caf::expected<std::optional<double>> reduce_gradients(int64_t n,
+                                                        double local_loss) {
+    std::vector<at::Tensor> grads;
+    for (auto& p : model_.ptr()->parameters()) {
+      if (!p.requires_grad())
+        continue;
+      if (!p.grad().defined()) // an empty batch: no backward ran
+        p.mutable_grad() = torch::zeros_like(p);
+      grads.push_back(p.grad());
+    }
+    std::vector<std::vector<at::Tensor>> buckets(1);
+    size_t filled = 0;
+    for (auto& g : grads) {
+      auto bytes = static_cast<size_t>(g.numel()) * g.element_size();
+      if (filled > 0 && filled + bytes > bucket_bytes) {
+        buckets.emplace_back();
+        filled = 0;
+      }
+      buckets.back().push_back(g);
+      filled += bytes;
+    }
+    std::vector<at::Tensor> flat;
+    auto weight = static_cast<double>(n);
+    for (auto& bucket : buckets)
+      if (!bucket.empty())
+        flat.push_back(torch::utils::flatten_dense_tensors(bucket).mul_(
+          weight));
+    // The samples and the loss summed over them travel with the gradients.
+    flat.push_back(torch::tensor({weight, weight * local_loss},
+                                 torch::TensorOptions()
+                                   .dtype(torch::kFloat64)
+                                   .device(device_)));
+    if (auto err = group_->all_reduce_sum(flat))
+      return err;
+    auto sums = flat.back().cpu();
+    double total = sums[0].item<double>();
+    if (total <= 0.0)
+      return std::optional<double>{}; // no rank had a sample
+    for (size_t k = 0; k + 1 < flat.size(); ++k) {
+      flat[k].div_(total);
+      auto parts = torch::utils::unflatten_dense_tensors(flat[k],
+                                                         buckets[k]);
+      for (size_t j = 0; j < parts.size(); ++j)
+        buckets[k][j].copy_(parts[j]);
+    }
+    return std::optional<double>{sums[1].item<double>() / total};
+  }
+
+  caf::expected<step_result> group_step(const image_batch& b) {
+    optimizer_->zero_grad();
+    auto n = static_cast<int64_t>(b.size());
+    double local = 0.0;
+    if (n > 0) {
+      auto [images, labels] = tensors_of(b);
+      auto loss = torch::nn::functional::cross_entropy(
+        model_.forward(images), labels);
+      loss.backward();
+      local = loss.item<double>();
+    }
+    auto global = reduce_gradients(n, local);
+    if (!global)
+      return std::move(global.error());
+    step_result out;
+    out.collective_ns = group_->take_wait_ns();
+    if (!*global) {
+      out.loss = std::numeric_limits<double>::quiet_NaN();
+      return out;
+    }
+    optimizer_->step();
+    out.loss = **global;
+    return out;
+  }
+
   caf::expected<step_result> step(const image_batch& b) override {
     try {
       if (timer_)
         if (auto err = timer_->start())
           return err;
-      auto [images, labels] = tensors_of(b);
-      optimizer_->zero_grad();
-      auto loss = torch::nn::functional::cross_entropy(
-        model_.forward(images), labels);
-      loss.backward();
-      optimizer_->step();
-      double value = loss.item<double>();
+      step_result out;
+      if (group_) {
+        auto done = group_step(b);
+        if (!done)
+          return done;
+        out = *done;
+      } else {
+        auto [images, labels] = tensors_of(b);
+        optimizer_->zero_grad();
+        auto loss = torch::nn::functional::cross_entropy(
+          model_.forward(images), labels);
+        loss.backward();
+        optimizer_->step();
+        out.loss = loss.item<double>();
+      }
+      double value = out.loss;
       if (timer_) {
         auto device_ns = timer_->stop_ns();
         if (!device_ns)
           return std::move(device_ns.error());
         last_device_ns_ = *device_ns;
       }
-      if (!std::isfinite(value))
+      if (!std::isfinite(value) && !(group_ && std::isnan(value)
+                                     && b.size() == 0))
         return make_error(errc::trainer_failure,
                           "batch " + std::to_string(b.batch_id) + ": loss is "
                             + std::to_string(value)
                             + ", expected a finite number (lower trainer.lr?)");
-      return step_result{value};
+      return out;
     } catch (const std::exception& e) {
       return make_error(errc::trainer_failure,
                         "batch " + std::to_string(b.batch_id)
@@ -209,6 +324,7 @@ private:
   torch::nn::AnyModule model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::optional<cuda_step_timer> timer_; // on CUDA: the device's busy time
+  std::shared_ptr<collective_group> group_; // a data-parallel group
   std::optional<uint64_t> last_device_ns_;
 };
 
@@ -216,7 +332,7 @@ private:
 
 caf::expected<std::unique_ptr<step_engine>>
 make_torch_engine(const trainer_spec& spec, const trainer_local_spec& local,
-                  const registry& reg) {
+                  const registry& reg, uint32_t local_index) {
   if (auto err = reg.check_model(spec.model_entry))
     return err;
   auto& def = *reg.model(spec.model_entry.name);
@@ -230,7 +346,11 @@ make_torch_engine(const trainer_spec& spec, const trainer_local_spec& local,
     torch::set_num_threads(static_cast<int>(local.threads));
   torch::Device dev = local.device == device_kind::cpu || !has_cuda
                         ? torch::Device(torch::kCPU)
-                        : torch::Device(torch::kCUDA, 0);
+                        : torch::Device(
+                          torch::kCUDA,
+                          static_cast<c10::DeviceIndex>(
+                            local_index
+                            % std::max<size_t>(1, torch::cuda::device_count())));
   std::optional<cuda_step_timer> timer;
   if (dev.is_cuda()) {
     // LibTorch queues on the legacy default stream unless told otherwise:
@@ -252,6 +372,15 @@ make_torch_engine(const trainer_spec& spec, const trainer_local_spec& local,
                         + "\": cannot build it on " + dev.str() + ": "
                         + e.what());
   }
+}
+
+uint32_t trainers_on_node(const trainer_local_spec& local) {
+  if (local.count > 0)
+    return local.count;
+  if (local.device == device_kind::sim || local.device == device_kind::cpu)
+    return 1;
+  auto gpus = torch::cuda::is_available() ? torch::cuda::device_count() : 0;
+  return static_cast<uint32_t>(std::max<size_t>(1, gpus));
 }
 
 } // namespace stoker

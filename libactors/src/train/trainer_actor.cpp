@@ -17,8 +17,10 @@
 #include "stoker/errors.hpp"
 #include "core/batch_id_set.hpp"
 #include "core/machine.hpp"
+#include "data/epoch_plan.hpp"
 #include "kernels/blur.hpp"
 #include "train/checkpoint.hpp"
+#include "train/collective.hpp"
 #include "train/delivery_ledger.hpp"
 #include "train/epoch_gate.hpp"
 #include "train/step_engine.hpp"
@@ -38,8 +40,19 @@ uint64_t ns_between(clock_type::time_point a, clock_type::time_point b) {
 
 struct trainer_state {
   std::shared_ptr<step_engine> engine;
+  run_config cfg;    // the run's settings (the group is set up from them)
   trainer_spec spec; // the learning-rate schedule
   run_identity run;
+  router_actor router;
+  // Its place in the data-parallel group (a group_spec sets it).
+  group_spec group;
+  bool grouped = false; // the group_spec came: hello sent
+  std::shared_ptr<collective_group> collective; // world > 1
+  // world > 1: batches run strictly in the order of their slot.seq (each
+  // global step is the same step on every rank); those that arrive early
+  // wait here.
+  std::map<uint64_t, image_batch> ahead;
+  uint64_t next_seq = 0;
   std::string checkpoint_dir; // empty: no checkpoints
   uint32_t checkpoint_every = 100;
   std::shared_ptr<buffer_pool> pool; // where batch buffers go back, if set
@@ -62,6 +75,11 @@ struct trainer_state {
   std::optional<epoch_gate> gate;
   bool evaluates = false;
   std::deque<image_batch> held;
+  // Batches that came before the group_spec (none in practice: nothing is
+  // leased before every rank said hello); run once it is here.
+  std::deque<image_batch> early;
+  trainer_hello hello; // said once the group_spec came
+  uint64_t gate_resumed = 0; // training samples trained before a restart
   struct epoch_sums {
     double loss = 0.0;
     uint64_t steps = 0;
@@ -76,6 +94,10 @@ using trainer_ptr = trainer_actor::stateful_pointer<trainer_state>;
 
 void log_progress(trainer_ptr self) {
   auto& st = self->state;
+  if (st.group.rank != 0) { // a group's lines come from rank 0 (its steps
+    st.window_step_ns = st.window_wait_ns = 0; // are every rank's)
+    return;
+  }
   double busy = static_cast<double>(st.window_step_ns);
   double waited = static_cast<double>(st.window_wait_ns);
   // As in the article, a step's time runs from one step to the next, so
@@ -137,7 +159,8 @@ void close_phase(trainer_ptr self, uint64_t epoch, split part) {
   }
   if (!measured)
     line << " [simulated accelerator]";
-  caf::aout(self) << line.str() << std::endl;
+  if (s.group.rank == 0) // a group's epochs: every rank's are rank 0's
+    caf::aout(self) << line.str() << std::endl;
   s.epochs.erase(epoch);
 }
 
@@ -224,6 +247,7 @@ bool run_batch(trainer_ptr self, image_batch& batch,
     s.stats.skipped_examples.push_back(batch.skipped_names[i]);
   s.stats.skipped_samples += batch.skipped_ids.size();
   auto& sums = s.epochs[batch.epoch];
+  uint64_t collective_ns = 0;
   if (batch.part == split::test) {
     if (!batch.sample_ids.empty()) {
       auto result = s.engine->evaluate(batch);
@@ -235,7 +259,9 @@ bool run_batch(trainer_ptr self, image_batch& batch,
       sums.evaluated += batch.size();
     }
   } else {
-    if (!batch.sample_ids.empty()) { // not only skipped files
+    // In a group every rank steps every global step, with or without
+    // samples of its own: the others wait for it in the collective.
+    if (!batch.sample_ids.empty() || s.collective) {
       s.engine->set_learning_rate(learning_rate_at(s.spec, s.stats.steps));
       auto result = s.engine->step(batch);
       if (!result) {
@@ -243,12 +269,22 @@ bool run_batch(trainer_ptr self, image_batch& batch,
         return false;
       }
       s.stats.steps += 1;
-      s.stats.last_loss = result->loss;
-      sums.loss += result->loss;
-      sums.steps += 1;
+      collective_ns = result->collective_ns;
+      s.stats.collective_ns += collective_ns;
+      if (std::isfinite(result->loss) || s.engine->simulated()) {
+        s.stats.last_loss = result->loss;
+        sums.loss += result->loss;
+        sums.steps += 1;
+      }
     }
-    for (auto id : batch.sample_ids)
-      s.ledger->record(batch.epoch, id);
+    // The last `padded` samples repeat the epoch's first ones (last-batch
+    // = pad): trained on, but each sample counts once.
+    auto counted = batch.sample_ids.size()
+                   - std::min<size_t>(batch.sample_ids.size(),
+                                      batch.slot.padded);
+    for (size_t i = 0; i < counted; ++i)
+      s.ledger->record(batch.epoch, batch.sample_ids[i]);
+    s.stats.padded_samples += batch.sample_ids.size() - counted;
     for (auto id : batch.skipped_ids) // handled once: skipped, not lost
       s.ledger->record(batch.epoch, id);
   }
@@ -257,6 +293,9 @@ bool run_batch(trainer_ptr self, image_batch& batch,
   // A step or an evaluation kept the accelerator busy; skipped files only
   // did not.
   uint64_t step_ns = batch.sample_ids.empty() ? 0 : ns_between(start, end);
+  // Waiting for the other ranks is neither compute nor data wait: it is
+  // shown on its own (a slow rank holds the group at the collective).
+  step_ns -= std::min(step_ns, collective_ns);
   if (auto device_ns = s.engine->last_device_ns();
       device_ns && !batch.sample_ids.empty()) {
     // On CUDA the device's own clock says how busy it was: the host's
@@ -276,17 +315,192 @@ bool run_batch(trainer_ptr self, image_batch& batch,
   ack.wait_ns = waited;
   ack.step_ns = step_ns;
   ack.backlog = backlog;
+  ack.rank = s.group.rank;
+  ack.collective_ns = collective_ns;
   self->send(router, ack);
-  if (s.gate->finish(batch.epoch, batch.part,
-                     batch.size() + batch.skipped_ids.size()))
+  // One rank's phases end at the batch its slot marks; a lone trainer's
+  // when the epoch gate has counted the phase's samples (its batches may
+  // run out of order).
+  bool phase_done = s.collective
+                      ? batch.slot.phase_end
+                      : s.gate->finish(batch.epoch, batch.part,
+                                       batch.size()
+                                         + batch.skipped_ids.size());
+  if (phase_done)
     close_phase(self, batch.epoch, batch.part);
-  if (batch.part == split::train && !batch.sample_ids.empty()) {
+  if (batch.part == split::train
+      && (!batch.sample_ids.empty() || s.collective)) {
     if (s.stats.steps % s.log_every == 0)
       log_progress(self);
     if (!s.checkpoint_dir.empty() && s.stats.steps % s.checkpoint_every == 0)
       return save_checkpoint(self, router);
   }
   return true;
+}
+
+// Joins the group the spec names (world > 1: blocks this trainer's own
+// thread until every rank is there), then says hello to the router with
+// its rank. False (after quitting with the reason) if it cannot join.
+bool join_group(trainer_ptr self, group_spec g) {
+  auto& s = self->state;
+  auto& cfg = s.cfg;
+  auto& p = cfg.pipeline;
+  s.group = g;
+  s.grouped = true;
+  s.stats.rank = g.rank;
+  s.stats.node = g.node;
+  epoch_plan plan{p.source, g.world};
+  s.spec.total_steps = plan.total_steps();
+  // A lone trainer may run its batches out of order: the gate counts the
+  // samples of each phase (the repeats of `pad` included, the dropped
+  // tail not).
+  s.gate.emplace(p.source.dataset_size - plan.dropped_per_epoch()
+                   + plan.padded_per_epoch(),
+                 p.source.eval_size, s.gate_resumed);
+  s.evaluates = p.source.eval_size > 0 && g.rank == 0;
+  if (g.world > 1) {
+    collective_options o;
+    o.rank = g.rank;
+    o.world = g.world;
+    o.store_host = g.store_host.empty() ? cfg.node.cluster.head_host
+                                        : g.store_host;
+    o.store_port = g.store_port;
+    o.interface = cfg.node.cluster.bind;
+    o.backend = p.trainer.backend;
+    o.timeout = p.trainer.collective_timeout;
+    caf::aout(self) << "trainer: rank " << g.rank << " of " << g.world
+                    << " joining the group at " << o.store_host << ":"
+                    << o.store_port << std::endl;
+    auto joined = collective_group::join(o);
+    if (!joined) {
+      self->quit(joined.error());
+      return false;
+    }
+    s.collective = std::move(*joined);
+    if (auto err = s.engine->join_group(s.collective)) {
+      self->quit(err);
+      return false;
+    }
+    s.collective->take_wait_ns(); // joining is start-up, not a step's wait
+  }
+  s.hello.rank = g.rank;
+  s.hello.world = g.world;
+  s.hello.node = g.node;
+  self->send(s.router, credit_atom::value,
+             caf::actor_cast<trainer_actor>(self), s.hello);
+  return true;
+}
+
+// A checked batch of a group of several ranks: run in slot order, each
+// one when its turn comes (earlier ones may still be on their way).
+void run_in_order(trainer_ptr self, image_batch&& batch,
+                  clock_type::time_point start) {
+  auto& s = self->state;
+  auto seq = batch.slot.seq;
+  if (seq < s.next_seq) {
+    recycle(s, batch); // cannot happen: one copy per id reaches here
+    return;
+  }
+  s.ahead.emplace(seq, std::move(batch));
+  for (auto next = s.ahead.find(s.next_seq); next != s.ahead.end();
+       next = s.ahead.find(s.next_seq)) {
+    auto b = std::move(next->second);
+    s.ahead.erase(next);
+    ++s.next_seq;
+    if (!run_batch(self, b, start, s.router))
+      return;
+    recycle(s, b);
+    start = clock_type::now();
+  }
+}
+
+// A checked batch of a lone trainer: its phase decides (the epoch gate);
+// batches of one phase run as they arrive.
+void run_when_ready(trainer_ptr self, image_batch&& batch,
+                    clock_type::time_point start) {
+  auto& s = self->state;
+  if (s.evaluates && !s.gate->ready(batch.epoch, batch.part)) {
+    // Ahead of its phase (the next epoch before this one's test, say):
+    // it waits; its buffer comes back when it runs.
+    s.held.push_back(std::move(batch));
+    return;
+  }
+  if (!run_batch(self, batch, start, s.router))
+    return;
+  recycle(s, batch);
+  // Phases may have passed: run what waited for them, in order.
+  for (bool ran = true; ran;) {
+    ran = false;
+    for (auto i = s.held.begin(); i != s.held.end(); ++i)
+      if (s.gate->ready(i->epoch, i->part)) {
+        auto next = std::move(*i);
+        s.held.erase(i);
+        if (!run_batch(self, next, clock_type::now(), s.router))
+          return;
+        recycle(s, next);
+        ran = true;
+        break;
+      }
+  }
+}
+
+void on_batch(trainer_ptr self, image_batch& batch) {
+  auto& s = self->state;
+  auto same = [&](auto& h) { return h.batch_id == batch.batch_id; };
+  bool copy = s.consumed.contains(batch.batch_id)
+              || std::any_of(s.held.begin(), s.held.end(), same)
+              || std::any_of(s.ahead.begin(), s.ahead.end(),
+                             [&](auto& kv) { return same(kv.second); });
+  if (copy) {
+    // The slower copy of a hedged batch: the faster one was trained on.
+    ++s.stats.dropped_copies;
+    recycle(s, batch);
+    return;
+  }
+  auto start = clock_type::now();
+  auto faults_before = thread_minor_faults();
+  auto expect = s.expect;
+  if (s.gpu_blur && batch.order == layout::hwc)
+    expect.order = layout::hwc; // the GPU blur's input (placement)
+  if (auto err = check_batch(batch, expect)) {
+    // Not trained on, not counted as delivered: the report shows it.
+    ++s.stats.rejected_batches;
+    if (s.stats.first_error.empty())
+      s.stats.first_error = describe(err);
+    caf::aout(self) << "trainer: rejected " << describe(err) << std::endl;
+    if (s.collective) {
+      // The other ranks wait for this rank's step: it takes part with no
+      // samples (they are missing from the ledger, and the report says
+      // so), in its turn, and that ends the lease like any ack.
+      batch.sample_ids.clear();
+      batch.labels.clear();
+      batch.skipped_ids.clear();
+      batch.skipped_names.clear();
+      batch.checksums.clear();
+      batch.slot.padded = 0;
+      batch.type = expect.type;
+      batch.order = layout::chw;
+      run_in_order(self, std::move(batch), start);
+      return;
+    }
+    batch_ack ack; // the lease ends: a copy would fail the same way
+    ack.batch_id = batch.batch_id;
+    ack.wait_ns = account_wait(self, start);
+    ack.backlog = self->mailbox().size();
+    ack.rank = s.group.rank;
+    self->send(s.router, ack);
+    recycle(s, batch);
+    s.idle_since = clock_type::now();
+    return;
+  }
+  if (s.collective)
+    run_in_order(self, std::move(batch), start);
+  else
+    run_when_ready(self, std::move(batch), start);
+  if (s.stats.steps > warmup_batches) { // the steady state
+    s.stats.steady_faults += thread_minor_faults() - faults_before;
+    ++s.stats.steady_batches;
+  }
 }
 
 trainer_actor::behavior_type
@@ -302,11 +516,12 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   st.blur = p.blur;
   st.spec = p.trainer;
   st.pool = std::move(pool);
+  st.router = router;
   st.run = identity_of(cfg);
   st.checkpoint_dir = cfg.node.trainer.checkpoint_dir;
   st.checkpoint_every = cfg.node.trainer.checkpoint_every;
   st.ledger.emplace(p.source.dataset_size, p.source.epochs);
-  trainer_hello hello;
+  auto& hello = st.hello;
   hello.prefetch = p.trainer.prefetch;
   hello.host = cfg.node.host;
   hello.checkpoints = !cfg.node.trainer.checkpoint_dir.empty();
@@ -318,6 +533,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
     st.consumed.restore(resumed->done_below, resumed->done_ids);
     st.stats.steps = resumed->step;
     st.stats.resumed_samples = resumed->delivered;
+    st.gate_resumed = st.ledger->unique();
     hello.done_below = resumed->done_below;
     hello.done_ids = resumed->done_ids;
     caf::aout(self) << "trainer: resumed from step " << resumed->step
@@ -335,74 +551,29 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   e.epochs = p.source.epochs;
   e.eval_size = p.source.eval_size;
   e.labels_from_ids = p.data.source.name == "synthetic";
-  st.evaluates = p.source.eval_size > 0;
-  st.gate.emplace(p.source.dataset_size, p.source.eval_size,
-                  resumed ? st.ledger->unique() : 0);
   st.stats.device = st.engine->device();
   st.stats.simulated = st.engine->simulated();
   st.log_every = p.trainer.log_every;
-  self->send(router, credit_atom::value,
-             caf::actor_cast<trainer_actor>(self), std::move(hello));
+  st.cfg = std::move(cfg);
   return {
     [=](image_batch& batch) {
       auto& s = self->state;
-      bool copy = s.consumed.contains(batch.batch_id)
-                  || std::any_of(s.held.begin(), s.held.end(),
-                                 [&](auto& h) {
-                                   return h.batch_id == batch.batch_id;
-                                 });
-      if (copy) {
-        // The slower copy of a hedged batch: the faster one was trained on.
-        ++s.stats.dropped_copies;
-        recycle(s, batch);
+      if (!s.grouped) {
+        s.early.push_back(std::move(batch));
         return;
       }
-      auto start = clock_type::now();
-      auto faults_before = thread_minor_faults();
-      auto expect = s.expect;
-      if (s.gpu_blur && batch.order == layout::hwc)
-        expect.order = layout::hwc; // the GPU blur's input (placement)
-      if (auto err = check_batch(batch, expect)) {
-        // Not trained on, not counted as delivered: the report shows it.
-        ++s.stats.rejected_batches;
-        if (s.stats.first_error.empty())
-          s.stats.first_error = describe(err);
-        caf::aout(self) << "trainer: rejected " << describe(err) << std::endl;
-        batch_ack ack; // the lease ends: a copy would fail the same way
-        ack.batch_id = batch.batch_id;
-        ack.wait_ns = account_wait(self, start);
-        ack.backlog = self->mailbox().size();
-        self->send(router, ack);
-        recycle(s, batch);
-        s.idle_since = clock_type::now();
+      on_batch(self, batch);
+    },
+    [=](group_spec& g) {
+      auto& s = self->state;
+      if (s.grouped)
+        return; // one group per trainer
+      if (!join_group(self, std::move(g)))
         return;
-      }
-      if (s.evaluates && !s.gate->ready(batch.epoch, batch.part)) {
-        // Ahead of its phase (the next epoch before this one's test, say):
-        // it waits; its buffer comes back when it runs.
-        s.held.push_back(std::move(batch));
-        return;
-      }
-      if (!run_batch(self, batch, start, router))
-        return;
-      recycle(s, batch);
-      if (s.stats.steps > warmup_batches) { // the steady state
-        s.stats.steady_faults += thread_minor_faults() - faults_before;
-        ++s.stats.steady_batches;
-      }
-      // Phases may have passed: run what waited for them, in order.
-      for (bool ran = true; ran;) {
-        ran = false;
-        for (auto i = s.held.begin(); i != s.held.end(); ++i)
-          if (s.gate->ready(i->epoch, i->part)) {
-            auto next = std::move(*i);
-            s.held.erase(i);
-            if (!run_batch(self, next, clock_type::now(), router))
-              return;
-            recycle(s, next);
-            ran = true;
-            break;
-          }
+      while (!s.early.empty()) {
+        auto b = std::move(s.early.front());
+        s.early.pop_front();
+        on_batch(self, b);
       }
     },
     [=](stats_atom) {
@@ -411,6 +582,8 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
       stats.samples_delivered = s.ledger->delivered();
       stats.unique_samples = s.ledger->unique();
       stats.duplicates = s.ledger->duplicates();
+      if (s.group.world > 1)
+        stats.ledger_bits = s.ledger->pack();
       return stats;
     },
   };
@@ -447,8 +620,9 @@ open_gpu_blur(const run_config& cfg) {
 caf::expected<trainer_actor>
 spawn_trainer(caf::actor_system& sys, const run_config& cfg,
               const registry& reg, router_actor router,
-              std::shared_ptr<buffer_pool> pool) {
-  auto engine = make_step_engine(cfg.pipeline.trainer, cfg.node.trainer, reg);
+              std::shared_ptr<buffer_pool> pool, uint32_t local_index) {
+  auto engine = make_step_engine(cfg.pipeline.trainer, cfg.node.trainer, reg,
+                                 local_index);
   if (!engine)
     return std::move(engine.error());
   std::shared_ptr<const checkpoint> resumed;

@@ -22,9 +22,13 @@ class registry;
 /// takes it from there). With `cfg.resume` it loads the checkpoint in
 /// trainer.checkpoint-dir first; an error names what does not fit. The
 /// model comes from `reg` (read here only: the trainer keeps no reference).
+/// The trainer says hello to the router only once a group_spec gave it its
+/// rank (local and member roles send one; world 1 for a lone trainer).
+/// `local_index`: which of this node's trainers it is (its CUDA device).
 caf::expected<trainer_actor>
 spawn_trainer(caf::actor_system& sys, const run_config& cfg,
               const registry& reg, router_actor router,
-              std::shared_ptr<buffer_pool> pool = nullptr);
+              std::shared_ptr<buffer_pool> pool = nullptr,
+              uint32_t local_index = 0);
 
 } // namespace stoker

@@ -1,0 +1,197 @@
+#include "train/collective.hpp"
+
+#include <exception>
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef STOKER_HAVE_GLOO
+#  include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+
+#include "stoker/errors.hpp"
+
+// LibTorch's c10d does the collectives: Stoker only says who meets where.
+// Debian's LibTorch ships ProcessGroupGloo behind USE_C10D_GLOO (set by
+// CMake with STOKER_HAVE_GLOO when the gloo headers are found).
+
+namespace stoker {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+std::string address(const std::string& host, uint16_t port) {
+  return host + ":" + std::to_string(port);
+}
+
+} // namespace
+
+// -- the store ----------------------------------------------------------------
+
+struct collective_store::impl {
+  c10::intrusive_ptr<c10d::TCPStore> store;
+};
+
+collective_store::collective_store(std::unique_ptr<impl> x)
+  : impl_(std::move(x)) {
+  // nop
+}
+
+collective_store::~collective_store() = default;
+
+caf::expected<std::unique_ptr<collective_store>>
+collective_store::start(const std::string& host, uint16_t port) {
+  try {
+    c10d::TCPStoreOptions o;
+    o.port = port;
+    o.isServer = true;
+    o.waitWorkers = false; // the ranks come when their nodes are ready
+    auto x = std::make_unique<impl>();
+    x->store = c10::make_intrusive<c10d::TCPStore>(host, o);
+    return std::unique_ptr<collective_store>{
+      new collective_store(std::move(x))}; // private constructor
+  } catch (const std::exception& e) {
+    return make_error(errc::run_failure,
+                      "cannot listen for the trainers' group on "
+                        + address(host, port) + ": " + e.what());
+  }
+}
+
+uint16_t collective_store::port() const noexcept {
+  return impl_->store->getPort();
+}
+
+// -- the group ----------------------------------------------------------------
+
+struct collective_group::impl {
+  uint32_t rank = 0;
+  uint32_t world = 1;
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  std::string where; // for errors: backend, store, rank
+  uint64_t wait_ns = 0;
+
+  // Runs `issue` (which starts collectives) and waits for all of them;
+  // the time goes to wait_ns.
+  template <class F>
+  caf::error run(const char* what, F issue) {
+    auto t0 = clock_type::now();
+    try {
+      std::vector<c10::intrusive_ptr<c10d::Work>> works;
+      issue(works);
+      for (auto& w : works)
+        w->wait();
+    } catch (const std::exception& e) {
+      return make_error(errc::trainer_failure,
+                        std::string{what} + " of " + where + " failed: "
+                          + e.what()
+                          + " (another rank died, or did not come within "
+                            "trainer.collective-timeout)");
+    }
+    wait_ns += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now()
+                                                           - t0)
+        .count());
+    return caf::none;
+  }
+};
+
+collective_group::collective_group(std::unique_ptr<impl> x)
+  : impl_(std::move(x)) {
+  // nop
+}
+
+collective_group::~collective_group() = default;
+
+caf::error check_backend(collective_backend backend) {
+  if (backend == collective_backend::nccl)
+    return make_error(errc::invalid_config,
+                      "trainer.backend = \"nccl\": this build's LibTorch "
+                      "has no NCCL process group (Debian's is CPU-only); "
+                      "expected \"auto\" or \"gloo\"");
+#ifndef STOKER_HAVE_GLOO
+  return make_error(errc::invalid_config,
+                    "trainer.backend = \"" + to_string(backend)
+                      + "\": this build has no gloo (install libgloo-dev "
+                        "and rebuild); a data-parallel group of several "
+                        "trainers needs it");
+#else
+  return caf::none;
+#endif
+}
+
+caf::expected<std::unique_ptr<collective_group>>
+collective_group::join(const collective_options& opts) {
+  if (auto err = check_backend(opts.backend))
+    return err;
+  auto x = std::make_unique<impl>();
+  x->rank = opts.rank;
+  x->world = opts.world;
+  x->where = "the trainers' gloo group (rank " + std::to_string(opts.rank)
+             + " of " + std::to_string(opts.world) + ", store at "
+             + address(opts.store_host, opts.store_port) + ")";
+#ifdef STOKER_HAVE_GLOO
+  try {
+    c10d::TCPStoreOptions o;
+    o.port = opts.store_port;
+    o.isServer = false;
+    o.timeout = opts.timeout;
+    x->store = c10::make_intrusive<c10d::TCPStore>(opts.store_host, o);
+    auto gloo_opts = c10d::ProcessGroupGloo::Options::create(opts.timeout);
+    auto wildcard = opts.interface.empty() || opts.interface == "0.0.0.0";
+    gloo_opts->devices.push_back(
+      wildcard ? c10d::ProcessGroupGloo::createDefaultDevice()
+               : c10d::ProcessGroupGloo::createDeviceForHostname(
+                 opts.interface));
+    x->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
+      x->store, static_cast<int>(opts.rank), static_cast<int>(opts.world),
+      gloo_opts);
+  } catch (const std::exception& e) {
+    return make_error(errc::run_failure, "cannot join " + x->where + ": "
+                                           + e.what());
+  }
+#endif
+  return std::unique_ptr<collective_group>{new collective_group(std::move(x))};
+}
+
+uint32_t collective_group::rank() const noexcept {
+  return impl_->rank;
+}
+
+uint32_t collective_group::world() const noexcept {
+  return impl_->world;
+}
+
+caf::error collective_group::barrier() {
+  return impl_->run("the step barrier", [&](auto& works) {
+    works.push_back(impl_->group->barrier());
+  });
+}
+
+caf::error collective_group::all_reduce_sum(std::vector<at::Tensor>& tensors) {
+  return impl_->run("the gradient all-reduce", [&](auto& works) {
+    for (auto& t : tensors) {
+      std::vector<at::Tensor> one{t};
+      works.push_back(impl_->group->allreduce(one));
+    }
+  });
+}
+
+caf::error
+collective_group::broadcast_from_rank0(std::vector<at::Tensor>& tensors) {
+  return impl_->run("the broadcast from rank 0", [&](auto& works) {
+    for (auto& t : tensors) {
+      std::vector<at::Tensor> one{t};
+      c10d::BroadcastOptions b;
+      b.rootRank = 0;
+      works.push_back(impl_->group->broadcast(one, b));
+    }
+  });
+}
+
+uint64_t collective_group::take_wait_ns() noexcept {
+  auto out = impl_->wait_ns;
+  impl_->wait_ns = 0;
+  return out;
+}
+
+} // namespace stoker
