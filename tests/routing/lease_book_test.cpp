@@ -40,6 +40,18 @@ std::vector<uint64_t> ids_of(const std::vector<lease_order>& orders) {
 
 using ids = std::vector<uint64_t>;
 
+// Items of a group of `world` ranks as the source hands them out: global
+// steps of one batch per rank, rank-major within a step.
+std::vector<work_item> group_items(uint64_t first, uint64_t n,
+                                   uint32_t world) {
+  auto out = items(first, n);
+  for (auto& item : out) {
+    item.slot.rank = static_cast<uint32_t>(item.batch_id % world);
+    item.slot.seq = item.batch_id / world;
+  }
+  return out;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(lease_book)
@@ -253,6 +265,90 @@ BOOST_AUTO_TEST_CASE(leases_marked_for_the_trainers_gpu_are_counted) {
   auto relayed = book.lose_worker(0, table, ms);
   BOOST_REQUIRE(relayed.size() == 4u);
   BOOST_TEST(relayed[0].item.blur_on_trainer);
+}
+
+BOOST_AUTO_TEST_CASE(each_rank_keeps_its_own_window) {
+  stoker::lease_book book;
+  auto table = table_of(4);
+  book.add_pending(group_items(0, 12, 2));
+  // Rank 0 may have 2 in flight, rank 1 four.
+  auto leased = book.lease(table, {rank_budget{2, 0}, rank_budget{4, 0}}, 0);
+  BOOST_TEST(book.in_flight(0) == 2u);
+  BOOST_TEST(book.in_flight(1) == 4u);
+  for (auto& o : leased.orders) // each rank's items in its own order
+    BOOST_TEST((o.item.slot.rank == 0 ? o.item.slot.seq < 2
+                                      : o.item.slot.seq < 4));
+  // An ack frees a slot of its rank only.
+  book.ack(0, ms); // rank 0's first
+  auto more = book.lease(table, {rank_budget{2, 0}, rank_budget{4, 0}}, ms);
+  BOOST_TEST(ids_of(more.orders) == (ids{4}));
+}
+
+BOOST_AUTO_TEST_CASE(serves_the_rank_closest_to_starving_first) {
+  stoker::lease_book book;
+  auto table = table_of(2);
+  book.add_pending(group_items(0, 12, 2));
+  // Both ranks step every 100 ms; rank 1 holds three batches, rank 0 one:
+  // rank 0 runs dry first, so it gets the next leases.
+  book.lease(table, {rank_budget{1, 100 * ms}, rank_budget{3, 100 * ms}}, 0);
+  BOOST_TEST(book.in_flight(0) == 1u);
+  BOOST_TEST(book.in_flight(1) == 3u);
+  auto next = book.lease(table,
+                         {rank_budget{4, 100 * ms}, rank_budget{4, 100 * ms}},
+                         0);
+  BOOST_REQUIRE(next.orders.size() == 4u);
+  // Rank 0 (1 buffered) twice until it is level with rank 1 (3 buffered),
+  // then turn about, the older item first.
+  BOOST_TEST(next.orders[0].item.slot.rank == 0u);
+  BOOST_TEST(next.orders[1].item.slot.rank == 0u);
+  BOOST_TEST(next.orders[2].item.slot.rank == 0u); // 3 vs 3: id 6 < id 7
+  BOOST_TEST(next.orders[3].item.slot.rank == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_whose_batches_last_longer_is_less_urgent) {
+  stoker::lease_book book;
+  auto table = table_of(2);
+  book.add_pending(group_items(0, 12, 2));
+  book.lease(table, {rank_budget{2, 0}, rank_budget{2, 0}}, 0);
+  // Two buffered each; rank 1's step takes 4x rank 0's: rank 0 goes first
+  // until its buffer lasts as long.
+  auto next = book.lease(table,
+                         {rank_budget{6, 50 * ms}, rank_budget{3, 200 * ms}},
+                         0);
+  BOOST_REQUIRE(!next.orders.empty());
+  BOOST_TEST(next.orders[0].item.slot.rank == 0u);
+  BOOST_TEST(book.in_flight(0) == 6u);
+  BOOST_TEST(book.in_flight(1) == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(items_go_to_workers_near_their_trainer) {
+  stoker::lease_book book;
+  routing_table table{routing_policy::least_loaded};
+  table.add_worker("a/0", "host-a");
+  table.add_worker("b/0", "host-b");
+  table.set_trainer_hosts({"host-a", "host-b"});
+  book.set_trainer_host(0, "host-a");
+  book.set_trainer_host(1, "host-b");
+  book.add_pending(group_items(0, 2, 2));
+  // No rates yet: every worker's delay ties, and locality decides.
+  auto leased = book.lease(table, {rank_budget{1, 0}, rank_budget{1, 0}}, 0);
+  BOOST_REQUIRE(leased.orders.size() == 2u);
+  for (auto& o : leased.orders)
+    BOOST_TEST(o.worker == o.item.slot.rank);
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_trainer_gets_its_items_back_per_rank_in_order) {
+  stoker::lease_book book;
+  auto table = table_of(2);
+  book.trainer_joined(true, 0, {});
+  book.add_pending(group_items(0, 4, 1));
+  book.lease(table, 3, 0);
+  BOOST_TEST(book.lose_trainer(ms) == 3u);
+  BOOST_TEST(book.pending() == 4u);
+  BOOST_TEST(book.front_pending()->batch_id == 0u);
+  book.trainer_joined(true, 0, {});
+  BOOST_TEST(ids_of(book.lease(table, 8, 2 * ms).orders)
+             == (ids{0, 1, 2, 3}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -356,6 +356,9 @@ struct trainer_local_spec {
   /// Trainers this node runs (one data-parallel rank each); 0 = one per
   /// CUDA device LibTorch sees, 1 where it sees none (CPU, sim).
   uint32_t count = 0;
+  /// For benchmarks and tests: simulated steps take this many times
+  /// trainer.sim-step-ms on this node (one slow rank of a group).
+  double sim_slowdown = 1.0;
 };
 
 /// The learning rate of training step `step` (0-based) of a run of

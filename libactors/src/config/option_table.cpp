@@ -519,6 +519,11 @@ std::vector<option_decl> make_table() {
              1024,
              "trainers on this node, one data-parallel rank each; 0 = one "
              "per CUDA device LibTorch sees, 1 without")
+    .real("sim-slowdown",
+          node_at<&N::trainer, &trainer_local_spec::sim_slowdown>, 1.0,
+          1000.0,
+          "FOR BENCHMARKS AND TESTS: this node's simulated steps take this "
+          "many times trainer.sim-step-ms (a slow rank)")
     // -- trainer: how every trainer trains (the head's)
     .integer("sim-step-ms", pipe_at<&P::trainer, &trainer_spec::sim_step_ms>, 0,
              3600000, "step time of the simulated accelerator, ms")

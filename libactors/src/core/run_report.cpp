@@ -145,6 +145,8 @@ run_report make_report(const router_summary& router,
     e.collective_fraction = total > 0 ? coll / total : 0;
     e.data_wait_ms_per_step
       = t.steps > 0 ? wait * 1e-6 / static_cast<double>(t.steps) : 0;
+    e.compute_ms_per_step
+      = t.steps > 0 ? busy * 1e-6 / static_cast<double>(t.steps) : 0;
     idle_sum += e.idle_fraction;
     r.accelerator_idle_max = std::max(r.accelerator_idle_max,
                                       e.idle_fraction);
@@ -153,6 +155,25 @@ run_report make_report(const router_summary& router,
     r.trainers.push_back(std::move(e));
   }
   r.accelerator_idle_fraction = idle_sum / static_cast<double>(trainers.size());
+  if (r.trainers.size() > 1) {
+    std::vector<double> compute;
+    for (auto& e : r.trainers)
+      compute.push_back(e.compute_ms_per_step);
+    auto slowest = std::max_element(r.trainers.begin(), r.trainers.end(),
+                                    [](auto& a, auto& b) {
+                                      return a.compute_ms_per_step
+                                             < b.compute_ms_per_step;
+                                    });
+    std::nth_element(compute.begin(), compute.begin() + compute.size() / 2,
+                     compute.end());
+    std::ostringstream text;
+    text.precision(3);
+    text << "rank " << slowest->rank << " on node '" << slowest->node
+         << "': " << slowest->compute_ms_per_step
+         << " ms compute per step (the ranks' median "
+         << compute[compute.size() / 2] << " ms)";
+    r.slowest_trainer = text.str();
+  }
   r.samples_dropped = router.plan.samples_dropped;
   r.samples_padded = sum.padded_samples;
   r.trainer_device = lead.device;
@@ -249,6 +270,7 @@ std::string to_json(const run_report& r) {
       << "  \"world\": " << r.world << ",\n"
       << "  \"samples_dropped\": " << r.samples_dropped << ",\n"
       << "  \"samples_padded\": " << r.samples_padded << ",\n"
+      << "  \"slowest_trainer\": " << quoted(r.slowest_trainer) << ",\n"
       << "  \"trainer_device\": " << quoted(r.trainer_device) << ",\n"
       << "  \"trainer_simulated\": " << (r.trainer_simulated ? "true" : "false")
       << ",\n"
@@ -314,7 +336,8 @@ std::string to_json(const run_report& r) {
         << ", \"samples\": " << t.samples << ", \"idle_fraction\": "
         << number(t.idle_fraction) << ", \"collective_fraction\": "
         << number(t.collective_fraction) << ", \"data_wait_ms_per_step\": "
-        << number(t.data_wait_ms_per_step) << "}";
+        << number(t.data_wait_ms_per_step) << ", \"compute_ms_per_step\": "
+        << number(t.compute_ms_per_step) << "}";
   }
   out << (r.trainers.empty() ? "]\n" : "\n  ]\n") << "}\n";
   return out.str();

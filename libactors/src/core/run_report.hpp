@@ -32,6 +32,7 @@ struct trainer_entry {
   double idle_fraction = 0.0;
   double collective_fraction = 0.0;
   double data_wait_ms_per_step = 0.0;
+  double compute_ms_per_step = 0.0;
 };
 
 /// What a run did, as written by --report=PATH. Field names are a stable
@@ -55,6 +56,9 @@ struct run_report {
   uint32_t world = 1; ///< trainers in the data-parallel group
   uint64_t samples_dropped = 0; ///< left out by pipeline.last-batch = drop
   uint64_t samples_padded = 0;  ///< repeats trained on (pad), not counted
+  /// Several ranks: the one with the longest compute per step, which the
+  /// others wait for at every step ("" for one trainer).
+  std::string slowest_trainer;
   std::string trainer_device;
   bool trainer_simulated = false;
   std::string policy;

@@ -149,6 +149,21 @@ int finish_run(const caf::expected<run_report>& report,
             << 100.0 * r.accelerator_idle_fraction << "%, missing "
             << r.missing << ", duplicates " << r.duplicates << ", rejected "
             << r.rejected_batches << std::endl;
+  if (r.world > 1) {
+    for (auto& t : r.trainers)
+      std::cout << "  trainer rank " << t.rank << " (" << t.node << ", "
+                << t.device << "): " << t.steps << " steps, " << t.samples
+                << " samples, compute " << t.compute_ms_per_step
+                << " ms/step, idle " << 100.0 * t.idle_fraction
+                << "%, collective wait " << 100.0 * t.collective_fraction
+                << "%" << std::endl;
+    std::cout << "  slowest: " << r.slowest_trainer << "; exposed data wait "
+              << r.exposed_data_wait_ms_per_step << " ms/step";
+    if (r.samples_dropped + r.samples_padded > 0)
+      std::cout << "; last-batch: " << r.samples_dropped << " dropped, "
+                << r.samples_padded << " padded";
+    std::cout << std::endl;
+  }
   for (auto& w : r.workers)
     std::cout << "  " << w.name << ": " << w.batches << " batches, busy "
               << 100.0 * w.busy_fraction << "%" << std::endl;

@@ -85,7 +85,8 @@ caf::expected<std::unique_ptr<step_engine>>
 make_step_engine(const trainer_spec& spec, const trainer_local_spec& local,
                  const registry& reg, uint32_t local_index) {
   if (local.device == device_kind::sim)
-    return make_sim_engine(spec.sim_step_ms);
+    return make_sim_engine(static_cast<uint32_t>(
+      std::lround(spec.sim_step_ms * local.sim_slowdown)));
   return make_torch_engine(spec, local, reg, local_index);
 }
 
