@@ -1,0 +1,201 @@
+#include <boost/test/unit_test.hpp>
+
+#include <csignal>
+#include <regex>
+
+#include <caf/actor_system.hpp>
+
+#include "stoker/errors.hpp"
+#include "stoker/registry.hpp"
+#include "node/local_role.hpp"
+#include "node/node_config.hpp"
+
+#include "support/node_processes.hpp"
+#include "support/real_data.hpp"
+
+// Several trainers as one data-parallel group: in one process (the local
+// role's trainer.count) and as separate trainer nodes of a cluster.
+
+using namespace stoker;
+using namespace stoker_test;
+
+namespace {
+
+caf::expected<run_report> run(std::vector<std::string> args) {
+  node_config cfg;
+  auto loaded = cfg.load(args, builtin_registry());
+  BOOST_REQUIRE_MESSAGE(loaded, why(loaded));
+  BOOST_REQUIRE(loaded->has_value());
+  caf::actor_system sys{cfg};
+  return run_local(sys, **loaded, builtin_registry());
+}
+
+// 1000 samples in batches of 24 for two sim trainers: 20 global steps of 48
+// and a tail of 40.
+std::vector<std::string> two_sim_trainers(const std::string& last_batch) {
+  return {"--trainer.device=sim", "--trainer.sim-step-ms=1",
+          "--trainer.count=2", "--trainer.log-every=1000",
+          "--pipeline.height=32", "--pipeline.width=32",
+          "--pipeline.dataset-size=1000", "--pipeline.batch-size=24",
+          "--pipeline.epochs=2", "--pipeline.last-batch=" + last_batch,
+          "--worker.count=2"};
+}
+
+void require_equal_steps(const run_report& r, uint64_t steps) {
+  BOOST_REQUIRE(r.trainers.size() == 2u);
+  for (auto& t : r.trainers)
+    BOOST_TEST(t.steps == steps, "rank " << t.rank);
+  BOOST_TEST(r.steps == steps);
+  BOOST_TEST(r.world == 2u);
+}
+
+// A number field of a JSON report.
+double field(const std::string& json, const std::string& key) {
+  std::smatch m;
+  std::regex re{"\"" + key + "\": ([-0-9.e]+)"};
+  BOOST_REQUIRE_MESSAGE(std::regex_search(json, m, re), key << " in " << json);
+  return std::stod(m[1]);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(data_parallel)
+
+BOOST_AUTO_TEST_CASE(partial_splits_the_tail_evenly_and_delivers_it_all) {
+  auto r = run(two_sim_trainers("partial"));
+  BOOST_REQUIRE_MESSAGE(r, why(r));
+  BOOST_TEST(r->exactly_once());
+  BOOST_TEST(r->samples_delivered == 2000u);
+  require_equal_steps(*r, 2u * 21);
+  BOOST_TEST(r->trainers[0].samples == 1000u); // 20 x 24 + 20, twice
+  BOOST_TEST(r->samples_dropped == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(drop_leaves_out_the_tail_and_counts_it) {
+  auto r = run(two_sim_trainers("drop"));
+  BOOST_REQUIRE_MESSAGE(r, why(r));
+  BOOST_TEST(r->exactly_once());
+  BOOST_TEST(r->samples_delivered == 2u * 960);
+  BOOST_TEST(r->samples_dropped == 2u * 40);
+  require_equal_steps(*r, 2u * 20);
+}
+
+BOOST_AUTO_TEST_CASE(pad_fills_the_tail_and_counts_each_sample_once) {
+  auto r = run(two_sim_trainers("pad"));
+  BOOST_REQUIRE_MESSAGE(r, why(r));
+  BOOST_TEST(r->exactly_once());
+  BOOST_TEST(r->samples_padded == 2u * 8);
+  BOOST_TEST(r->duplicates == 0u);
+  require_equal_steps(*r, 2u * 21);
+}
+
+BOOST_AUTO_TEST_CASE(drop_with_no_full_step_is_refused_by_name) {
+  auto args = two_sim_trainers("drop");
+  args.push_back("--pipeline.dataset-size=40"); // < 2 x 24
+  auto r = run(args);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(why(r).find("pipeline.last-batch = \"drop\"") != std::string::npos,
+             why(r));
+}
+
+// Head, two trainer nodes and two worker nodes as processes: the CNN on a
+// Fashion-MNIST subset, gradients all-reduced through gloo.
+BOOST_AUTO_TEST_CASE(a_cluster_of_two_trainer_nodes_trains_the_cnn) {
+  require_fashion_mnist();
+  auto report = tmp_path("dp-cnn.json");
+  auto head = start_head(
+    "dp-cnn",
+    {"--config-file=" STOKER_SOURCE_DIR "/config/fashion-mnist.ini",
+     "--cluster.nodes=[\"t-a:trainer\", \"t-b:trainer\", \"w-a:worker:1\", "
+     "\"w-b:worker:1\"]",
+     "--pipeline.dataset-size=3200", "--pipeline.eval-size=1000",
+     "--pipeline.batch-size=32", "--pipeline.epochs=2",
+     "--trainer.log-every=1000", "--report=" + report});
+  std::vector<std::string> cpu = {"--trainer.device=cpu",
+                                  "--trainer.threads=1"};
+  auto ta = start_member(head.at, "dp-cnn", "trainer", "t-a", cpu);
+  auto tb = start_member(head.at, "dp-cnn", "trainer", "t-b", cpu);
+  auto wa = start_member(head.at, "dp-cnn", "worker", "w-a");
+  auto wb = start_member(head.at, "dp-cnn", "worker", "w-b");
+  BOOST_TEST(wait_exit(head.proc, 300s) == 0, read_file(head.proc.log));
+  for (auto* c : {&ta, &tb, &wa, &wb})
+    BOOST_TEST(wait_exit(*c, 20s) == 0, read_file(c->log));
+  auto json = read_file(report);
+  BOOST_TEST(field(json, "missing") == 0, json);
+  BOOST_TEST(field(json, "duplicates") == 0);
+  BOOST_TEST(field(json, "world") == 2);
+  BOOST_TEST(field(json, "steps") == 100); // 3200 / (2 x 32) per epoch
+  BOOST_TEST(json.find("\"rank\": 1, \"node\": \"t-b\", \"device\": \"cpu\", "
+                       "\"steps\": 100")
+               != std::string::npos);
+  BOOST_TEST_MESSAGE("test accuracy " << field(json, "test_accuracy"));
+  BOOST_TEST(field(json, "test_accuracy") > 0.5); // chance is 0.10
+  std::remove(report.c_str());
+}
+
+// kill -9 of one trainer in the middle of a run without checkpoints: the
+// run ends at once, naming the rank and its node; nobody hangs in a
+// collective.
+BOOST_AUTO_TEST_CASE(a_killed_trainer_ends_the_run_naming_its_rank) {
+  auto head = start_head(
+    "dp-kill",
+    with_small({"--cluster.nodes=[\"t-a:trainer\", \"t-b:trainer\", "
+                "\"w-a:worker:2\"]",
+                "--pipeline.dataset-size=100000", "--pipeline.batch-size=8",
+                "--trainer.sim-step-ms=10", "--trainer.log-every=10",
+                "--trainer.collective-timeout=15s"}));
+  auto ta = start_member(head.at, "dp-kill", "trainer", "t-a", small);
+  auto tb = start_member(head.at, "dp-kill", "trainer", "t-b", small);
+  auto wa = start_member(head.at, "dp-kill", "worker", "w-a", small);
+  BOOST_REQUIRE_MESSAGE(wait_for_text(ta.log, "Iteration 20", 60s),
+                        read_file(ta.log) << read_file(head.proc.log));
+  ::kill(tb.pid, SIGKILL);
+  auto t0 = std::chrono::steady_clock::now();
+  BOOST_TEST(wait_exit(head.proc, 30s) == 1);
+  BOOST_TEST(read_file(head.proc.log)
+                 .find("trainer rank 1 on node 't-b' exited before the run "
+                       "ended")
+               != std::string::npos,
+             read_file(head.proc.log));
+  BOOST_TEST(wait_exit(ta, 30s) != -1, read_file(ta.log));
+  BOOST_TEST(wait_exit(wa, 30s) != -1, read_file(wa.log));
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 < 40s));
+  wait_exit(tb, 1s);
+}
+
+// One rank's steps take 3x the other's: the report names it as the
+// slowest, and the other rank's time shows as collective wait.
+BOOST_AUTO_TEST_CASE(a_slow_rank_is_named_and_the_other_waits_for_it) {
+  auto report = tmp_path("dp-slow.json");
+  auto head = start_head(
+    "dp-slow",
+    with_small({"--cluster.nodes=[\"t-a:trainer\", \"t-b:trainer\", "
+                "\"w-a:worker:2\"]",
+                "--pipeline.dataset-size=1600", "--pipeline.batch-size=16",
+                "--trainer.sim-step-ms=10", "--report=" + report}));
+  auto ta = start_member(head.at, "dp-slow", "trainer", "t-a", small);
+  auto slow = small;
+  slow.push_back("--trainer.sim-slowdown=3");
+  auto tb = start_member(head.at, "dp-slow", "trainer", "t-b", slow);
+  auto wa = start_member(head.at, "dp-slow", "worker", "w-a", small);
+  BOOST_TEST(wait_exit(head.proc, 120s) == 0, read_file(head.proc.log));
+  for (auto* c : {&ta, &tb, &wa})
+    wait_exit(*c, 20s);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"slowest_trainer\": \"rank 1 on node 't-b'")
+               != std::string::npos,
+             json);
+  std::smatch m;
+  std::regex rank{R"re("rank": (\d), [^}]*"collective_fraction": ([0-9.e-]+))re"};
+  std::vector<double> collective(2, -1.0);
+  for (std::sregex_iterator i{json.begin(), json.end(), rank}, end; i != end;
+       ++i)
+    collective[std::stoul((*i)[1])] = std::stod((*i)[2]);
+  // Rank 0 waits ~20 of every 30 ms for rank 1; rank 1 hardly waits.
+  BOOST_TEST(collective[0] > 0.4, json);
+  BOOST_TEST(collective[1] < 0.2, json);
+  BOOST_TEST(field(json, "missing") == 0);
+  std::remove(report.c_str());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
