@@ -147,6 +147,8 @@ run_report make_report(const router_summary& router,
       = t.steps > 0 ? wait * 1e-6 / static_cast<double>(t.steps) : 0;
     e.compute_ms_per_step
       = t.steps > 0 ? busy * 1e-6 / static_cast<double>(t.steps) : 0;
+    e.collective_ms_per_step
+      = t.steps > 0 ? coll * 1e-6 / static_cast<double>(t.steps) : 0;
     idle_sum += e.idle_fraction;
     r.accelerator_idle_max = std::max(r.accelerator_idle_max,
                                       e.idle_fraction);
@@ -337,7 +339,9 @@ std::string to_json(const run_report& r) {
         << number(t.idle_fraction) << ", \"collective_fraction\": "
         << number(t.collective_fraction) << ", \"data_wait_ms_per_step\": "
         << number(t.data_wait_ms_per_step) << ", \"compute_ms_per_step\": "
-        << number(t.compute_ms_per_step) << "}";
+        << number(t.compute_ms_per_step)
+        << ", \"collective_ms_per_step\": "
+        << number(t.collective_ms_per_step) << "}";
   }
   out << (r.trainers.empty() ? "]\n" : "\n  ]\n") << "}\n";
   return out.str();

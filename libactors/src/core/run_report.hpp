@@ -33,6 +33,7 @@ struct trainer_entry {
   double collective_fraction = 0.0;
   double data_wait_ms_per_step = 0.0;
   double compute_ms_per_step = 0.0;
+  double collective_ms_per_step = 0.0;
 };
 
 /// What a run did, as written by --report=PATH. Field names are a stable
