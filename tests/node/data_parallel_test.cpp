@@ -3,13 +3,9 @@
 #include <csignal>
 #include <regex>
 
-#include <caf/actor_system.hpp>
-
 #include "stoker/errors.hpp"
-#include "stoker/registry.hpp"
-#include "node/local_role.hpp"
-#include "node/node_config.hpp"
 
+#include "support/local_runs.hpp"
 #include "support/node_processes.hpp"
 #include "support/real_data.hpp"
 
@@ -22,12 +18,7 @@ using namespace stoker_test;
 namespace {
 
 caf::expected<run_report> run(std::vector<std::string> args) {
-  node_config cfg;
-  auto loaded = cfg.load(args, builtin_registry());
-  BOOST_REQUIRE_MESSAGE(loaded, why(loaded));
-  BOOST_REQUIRE(loaded->has_value());
-  caf::actor_system sys{cfg};
-  return run_local(sys, **loaded, builtin_registry());
+  return run_local_with(args);
 }
 
 // 1000 samples in batches of 24 for two sim trainers: 20 global steps of 48

@@ -9,6 +9,7 @@
 #include "node/local_role.hpp"
 #include "node/node_config.hpp"
 
+#include "support/local_runs.hpp"
 #include "support/node_processes.hpp"
 #include "support/real_data.hpp"
 
@@ -18,11 +19,7 @@ using namespace stoker_test;
 namespace {
 
 caf::expected<run_report> run(std::vector<std::string> args) {
-  node_config cfg;
-  auto loaded = cfg.load(args, builtin_registry());
-  BOOST_REQUIRE_MESSAGE(loaded, why(loaded));
-  caf::actor_system sys{cfg};
-  return run_local(sys, **loaded, builtin_registry());
+  return run_local_with(args);
 }
 
 } // namespace

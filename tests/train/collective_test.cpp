@@ -14,6 +14,8 @@
 #include "train/collective.hpp"
 #include "train/step_engine.hpp"
 
+#include "support/tiny_vit.hpp"
+
 using namespace stoker;
 
 namespace {
@@ -24,15 +26,7 @@ trainer_spec tiny_spec() {
   trainer_spec spec;
   spec.lr = 0.05;
   spec.momentum = 0.9;
-  vit_spec v;
-  v.image_height = v.image_width = 32;
-  v.patch_size = 8;
-  v.width = 32;
-  v.depth = 2;
-  v.heads = 4;
-  v.mlp_dim = 64;
-  v.num_classes = 10;
-  spec.model = v;
+  spec.model = stoker_test::tiny_vit();
   return spec;
 }
 

@@ -9,20 +9,14 @@
 #include "train/step_engine.hpp"
 #include "train/vit.hpp"
 
+#include "support/tiny_vit.hpp"
+
 using namespace stoker;
 
 namespace {
 
 vit_spec tiny() {
-  vit_spec s;
-  s.image_height = s.image_width = 32;
-  s.patch_size = 8;
-  s.width = 32;
-  s.depth = 2;
-  s.heads = 4;
-  s.mlp_dim = 64;
-  s.num_classes = 10;
-  return s;
+  return stoker_test::tiny_vit();
 }
 
 int64_t parameter_count(torch::nn::Module& m) {
