@@ -232,6 +232,50 @@ BOOST_AUTO_TEST_CASE(router_view_says_why_a_worker_gets_no_work) {
   BOOST_TEST(contains(text, "stale report (420 ms late)"), text);
 }
 
+BOOST_AUTO_TEST_CASE(a_group_shows_each_ranks_window_and_wait) {
+  router_status st;
+  st.summary.policy = "least-loaded";
+  st.trainer_present = true;
+  st.world = 2;
+  trainer_status fast;
+  fast.rank = 0;
+  fast.node = "t-a";
+  fast.present = true;
+  fast.window = 6;
+  fast.in_flight = 5;
+  fast.period_ms = 30;
+  fast.collective_ms = 20;
+  trainer_status slow = fast;
+  slow.rank = 1;
+  slow.node = "t-b";
+  slow.window = 9;
+  slow.collective_ms = 0.5;
+  st.trainers = {fast, slow};
+  auto text = format_router(st);
+  BOOST_TEST(contains(text, "t-a"), text);
+  BOOST_TEST(contains(text, "t-b"), text);
+  BOOST_TEST(contains(text, "collective"), text);
+  trainer_stats a;
+  a.rank = 0;
+  a.node = "t-a";
+  a.device = "sim";
+  a.simulated = true;
+  a.steps = 10;
+  a.step_ns = 100'000'000;
+  a.collective_ns = 200'000'000;
+  trainer_stats b = a;
+  b.rank = 1;
+  b.node = "t-b";
+  b.step_ns = 300'000'000;
+  b.collective_ns = 0;
+  auto ranks = format_trainers({a, b}, st);
+  BOOST_TEST(contains(ranks, "t-a"), ranks);
+  BOOST_TEST(contains(ranks, "t-b"), ranks);
+  BOOST_TEST(contains(ranks, "66.7%"), ranks); // t-a waits 200 of 300 ms
+  // One rank: the one trainer's view, as before.
+  BOOST_TEST(contains(format_trainers({a}, st), "time per step"));
+}
+
 BOOST_AUTO_TEST_CASE(trace_takes_start_file_or_stop) {
   BOOST_TEST(contains(error_of("trace start"), "usage: trace start FILE"));
   BOOST_TEST(contains(error_of("trace stop now"), "usage: trace start FILE"));

@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -114,6 +115,51 @@ BOOST_AUTO_TEST_CASE(names_the_path_it_cannot_write) {
   BOOST_TEST(is(err, errc::io_failure));
   BOOST_TEST(describe(err).find("/nonexistent-dir/report.json")
              != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_groups_ledgers_merge_and_each_rank_has_its_line) {
+  router_summary router;
+  router.samples_expected = 16;
+  router.wall_ns = 1'000'000'000;
+  router.plan.samples_dropped = 4;
+  auto rank = [](uint32_t r, std::vector<uint8_t> bits) {
+    trainer_stats t;
+    t.rank = r;
+    t.node = r == 0 ? "t-a" : "t-b";
+    t.device = "sim";
+    t.steps = 4;
+    t.ledger_bits = std::move(bits);
+    for (auto byte : t.ledger_bits)
+      t.unique_samples += static_cast<uint64_t>(__builtin_popcount(byte));
+    t.samples_delivered = t.unique_samples;
+    return t;
+  };
+  // Rank 0 trained samples 0-7, rank 1 samples 7-15: sample 7 twice.
+  auto a = rank(0, {0xff, 0x00});
+  auto b = rank(1, {0x80, 0xff});
+  a.wait_ns = 100'000'000; // 10% idle
+  a.step_ns = 800'000'000;
+  a.collective_ns = 100'000'000;
+  b.wait_ns = 300'000'000; // 30% idle, 50% collective
+  b.step_ns = 200'000'000;
+  b.collective_ns = 500'000'000;
+  auto r = make_report(router, {b, a}, {});
+  BOOST_TEST(r.world == 2u);
+  BOOST_TEST(r.missing == 0u);
+  BOOST_TEST(r.duplicates == 1u); // sample 7, once too many
+  BOOST_REQUIRE(r.trainers.size() == 2u);
+  BOOST_TEST(r.trainers[0].node == "t-a"); // by rank
+  BOOST_TEST(r.trainers[1].collective_fraction == 0.5);
+  BOOST_TEST(std::abs(r.accelerator_idle_fraction - 0.2) < 1e-12);
+  BOOST_TEST(r.accelerator_idle_max == 0.3);
+  BOOST_TEST(r.exposed_data_wait_ms_per_step == 75.0); // 300 ms / 4 steps
+  BOOST_TEST(r.slowest_trainer.find("rank 0 on node 't-a'")
+               != std::string::npos,
+             r.slowest_trainer); // 200 ms compute a step against 50
+  BOOST_TEST(r.samples_dropped == 4u);
+  auto json = to_json(r);
+  BOOST_TEST(json.find("\"trainers\": [") != std::string::npos, json);
+  BOOST_TEST(json.find("\"accelerator_idle_max\": 0.3") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
