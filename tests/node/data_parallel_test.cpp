@@ -89,6 +89,19 @@ BOOST_AUTO_TEST_CASE(drop_with_no_full_step_is_refused_by_name) {
              why(r));
 }
 
+BOOST_AUTO_TEST_CASE(checkpoints_of_a_group_are_refused_by_name) {
+  scratch_dir dir{"dp-ckpt"};
+  auto args = two_sim_trainers("partial");
+  args.push_back("--trainer.checkpoint-dir=" + dir.path);
+  auto r = run(args);
+  std::string why_not = r ? r->first_error : why(r);
+  BOOST_TEST((!r || r->status == "failed"));
+  BOOST_TEST(why_not.find("checkpoints of a data-parallel group (2 trainers) "
+                          "are not supported yet")
+               != std::string::npos,
+             why_not);
+}
+
 // Head, two trainer nodes and two worker nodes as processes: the CNN on a
 // Fashion-MNIST subset, gradients all-reduced through gloo.
 BOOST_AUTO_TEST_CASE(a_cluster_of_two_trainer_nodes_trains_the_cnn) {
