@@ -158,12 +158,13 @@ int finish_run(const caf::expected<run_report>& report,
                 << "%, collective wait " << 100.0 * t.collective_fraction
                 << "%" << std::endl;
     std::cout << "  slowest: " << r.slowest_trainer << "; exposed data wait "
-              << r.exposed_data_wait_ms_per_step << " ms/step";
-    if (r.samples_dropped + r.samples_padded > 0)
-      std::cout << "; last-batch: " << r.samples_dropped << " dropped, "
-                << r.samples_padded << " padded";
-    std::cout << std::endl;
+              << r.exposed_data_wait_ms_per_step << " ms/step" << std::endl;
   }
+  if (r.samples_dropped + r.samples_padded > 0)
+    std::cout << "  pipeline.last-batch = "
+              << to_string(cfg.pipeline.source.last_batch) << ": " << r.samples_dropped << " sample(s) dropped, "
+              << r.samples_padded << " repeated to fill last batches"
+              << std::endl;
   for (auto& w : r.workers)
     std::cout << "  " << w.name << ": " << w.batches << " batches, busy "
               << 100.0 * w.busy_fraction << "%" << std::endl;
