@@ -89,17 +89,82 @@ BOOST_AUTO_TEST_CASE(drop_with_no_full_step_is_refused_by_name) {
              why(r));
 }
 
-BOOST_AUTO_TEST_CASE(checkpoints_of_a_group_are_refused_by_name) {
+// A group saves one checkpoint (rank 0's file: the model and every rank's
+// cursor); the same run again with --resume goes on from it: each rank
+// takes its own cursor, and nothing is trained twice.
+BOOST_AUTO_TEST_CASE(a_group_resumes_from_rank_0s_checkpoint) {
   scratch_dir dir{"dp-ckpt"};
   auto args = two_sim_trainers("partial");
   args.push_back("--trainer.checkpoint-dir=" + dir.path);
-  auto r = run(args);
-  std::string why_not = r ? r->first_error : why(r);
-  BOOST_TEST((!r || r->status == "failed"));
-  BOOST_TEST(why_not.find("checkpoints of a data-parallel group (2 trainers) "
-                          "are not supported yet")
+  args.push_back("--trainer.checkpoint-every=8");
+  auto first = run(args);
+  BOOST_REQUIRE_MESSAGE(first, why(first));
+  BOOST_TEST(first->exactly_once());
+  args.push_back("--resume");
+  auto again = run(args);
+  BOOST_REQUIRE_MESSAGE(again, why(again));
+  BOOST_TEST(again->exactly_once());
+  // 42 steps; the last checkpoint at step 40: two steps trained again,
+  // counted once.
+  require_equal_steps(*again, 42);
+  BOOST_TEST(again->samples_delivered == 2000u);
+  BOOST_TEST(again->batches_resumed == 2u * 40); // skipped: in the file
+  BOOST_TEST(again->batches_leased == 2u * 2);   // steps 41 and 42
+}
+
+// kill -9 of one trainer node of a group that saves checkpoints, then the
+// node started again with --resume: the group goes back to rank 0's last
+// checkpoint (the surviving node starts its trainer again) and every
+// sample is trained once.
+BOOST_AUTO_TEST_CASE(a_killed_rank_restarted_with_resume_resumes_the_group) {
+  scratch_dir a{"dp-resume-a"};
+  scratch_dir b{"dp-resume-b"};
+  auto report = tmp_path("dp-resume.json");
+  auto common = with_small({"--trainer.checkpoint-every=10",
+                            "--trainer.sim-step-ms=10",
+                            "--trainer.log-every=10",
+                            "--trainer.collective-timeout=15s"});
+  auto head_args = common;
+  head_args.insert(head_args.end(),
+                   {"--cluster.nodes=[\"t-a:trainer\", \"t-b:trainer\", "
+                    "\"w-a:worker:2\"]",
+                    "--pipeline.dataset-size=4000", "--pipeline.batch-size=8",
+                    "--report=" + report});
+  auto head = start_head("dp-resume", head_args);
+  auto with_dir = [&](const std::string& d) {
+    auto args = common;
+    args.push_back("--trainer.checkpoint-dir=" + d);
+    return args;
+  };
+  auto ta = start_member(head.at, "dp-resume", "trainer", "t-a",
+                         with_dir(a.path));
+  auto tb = start_member(head.at, "dp-resume", "trainer", "t-b",
+                         with_dir(b.path));
+  auto wa = start_member(head.at, "dp-resume", "worker", "w-a", common);
+  BOOST_REQUIRE_MESSAGE(wait_for_text(ta.log, "checkpoint: step 20", 60s),
+                        read_file(ta.log) << read_file(head.proc.log));
+  ::kill(tb.pid, SIGKILL);
+  wait_exit(tb, 5s);
+  BOOST_REQUIRE_MESSAGE(wait_for_text(head.proc.log,
+                                      "goes back to its last checkpoint",
+                                      30s),
+                        read_file(head.proc.log));
+  auto args = with_dir(b.path);
+  args.push_back("--resume");
+  auto tb2 = start_member(head.at, "dp-resume", "trainer", "t-b", args);
+  BOOST_TEST(wait_exit(head.proc, 120s) == 0, read_file(head.proc.log)
+                                                 << read_file(ta.log)
+                                                 << read_file(tb2.log));
+  for (auto* c : {&ta, &tb2, &wa})
+    wait_exit(*c, 20s);
+  auto json = read_file(report);
+  BOOST_TEST(field(json, "missing") == 0, json);
+  BOOST_TEST(field(json, "duplicates") == 0, json);
+  BOOST_TEST(read_file(ta.log).find("rank 0 resumed from the group's "
+                                    "checkpoint")
                != std::string::npos,
-             why_not);
+             read_file(ta.log));
+  std::remove(report.c_str());
 }
 
 // Head, two trainer nodes and two worker nodes as processes: the CNN on a

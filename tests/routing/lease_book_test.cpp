@@ -351,4 +351,42 @@ BOOST_AUTO_TEST_CASE(a_lost_trainer_gets_its_items_back_per_rank_in_order) {
              == (ids{0, 1, 2, 3}));
 }
 
+BOOST_AUTO_TEST_CASE(a_group_goes_back_to_what_its_checkpoint_holds) {
+  stoker::lease_book book;
+  auto table = table_of(2);
+  book.group_joined(true, {0, 0});
+  book.add_pending(group_items(0, 8, 2)); // steps 0-3 of ranks 0 and 1
+  book.lease(table, {rank_budget{4, 0}, rank_budget{4, 0}}, 0);
+  for (uint64_t id = 0; id < 6; ++id) // steps 0-2 acked on both ranks
+    book.ack(id, ms);
+  // Rank 0's checkpoint holds each rank's steps below 2; the acks of step
+  // 2 came before it said so, and stay.
+  book.saved(std::vector<uint64_t>{2, 2});
+  BOOST_TEST(book.unsaved() == 2u);
+  // A rank is lost: step 2 (acked, not saved) and step 3 (leased) wait.
+  BOOST_TEST(book.lose_trainer(2 * ms) == 4u);
+  BOOST_TEST(book.lease(table, {rank_budget{8, 0}, rank_budget{8, 0}},
+                        3 * ms)
+               .orders.empty()); // until the group is back
+  // Back from the checkpoint: each rank trained below seq 2.
+  book.group_joined(true, {2, 2});
+  auto again = book.lease(table, {rank_budget{8, 0}, rank_budget{8, 0}},
+                          4 * ms);
+  auto leased = ids_of(again.orders);
+  std::sort(leased.begin(), leased.end());
+  BOOST_TEST(leased == (ids{4, 5, 6, 7}));
+}
+
+BOOST_AUTO_TEST_CASE(a_resumed_group_skips_what_each_rank_trained) {
+  stoker::lease_book book;
+  auto table = table_of(2);
+  book.group_joined(true, {3, 1}); // rank 0 did seq 0-2, rank 1 seq 0
+  book.add_pending(group_items(0, 8, 2));
+  auto leased = ids_of(
+    book.lease(table, {rank_budget{8, 0}, rank_budget{8, 0}}, 0).orders);
+  std::sort(leased.begin(), leased.end());
+  BOOST_TEST(leased == (ids{3, 5, 6, 7})); // rank 0: seq 3; rank 1: 1-3
+  BOOST_TEST(book.counters().resumed == 4u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -98,10 +98,41 @@ BOOST_AUTO_TEST_CASE(a_damaged_or_foreign_file_is_refused_by_name) {
   BOOST_TEST(mentions(read_checkpoint(dir.path).error(),
                       "is not a Stoker checkpoint"));
   auto future = bytes;
-  future[7] = '2';
+  future[7] = '3';
   rewrite(future);
   BOOST_TEST(mentions(read_checkpoint(dir.path).error(),
-                      "checkpoint format '2'"));
+                      "checkpoint format '3'"));
+  // Format 1 (before groups: no sequence, no ranks' cursors) still loads.
+  auto old = bytes.substr(0, bytes.size() - 2 * sizeof(uint64_t));
+  old[7] = '1';
+  rewrite(old);
+  auto loaded = read_checkpoint(dir.path);
+  BOOST_REQUIRE(loaded);
+  BOOST_TEST(loaded->step == example().step);
+  BOOST_TEST(loaded->ranks.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_groups_checkpoint_holds_every_ranks_cursor) {
+  temp_dir dir;
+  auto c = example();
+  c.next_seq = 41;
+  for (uint64_t r = 0; r < 3; ++r) {
+    auto cursor = example();
+    cursor.engine_state.clear();
+    cursor.next_seq = 40 + r;
+    c.ranks.push_back(encode_checkpoint(cursor));
+  }
+  BOOST_REQUIRE(!write_checkpoint(c, dir.path));
+  auto back = read_checkpoint(dir.path);
+  BOOST_REQUIRE(back);
+  BOOST_TEST(back->next_seq == 41u);
+  BOOST_REQUIRE(back->ranks.size() == 3u);
+  auto two = decode_checkpoint(back->ranks[2], "rank 2");
+  BOOST_REQUIRE(two);
+  BOOST_TEST(two->next_seq == 42u);
+  BOOST_TEST(two->ledger_bits == c.ledger_bits);
+  BOOST_TEST(mentions(decode_checkpoint("junk", "rank 1's cursor").error(),
+                      "rank 1's cursor is not a Stoker checkpoint"));
 }
 
 BOOST_AUTO_TEST_CASE(resuming_another_run_names_the_setting_that_differs) {

@@ -162,7 +162,10 @@ typename Inspector::result_type inspect(Inspector& f, window_change& x) {
 /// flight (inflight_window). A worker_join adds a worker;
 /// `credit` comes from the trainer, a batch_ack for each batch it
 /// consumed; `tick` (to itself, every report interval) checks heartbeats
-/// and re-leases stragglers when hedging is on; `saved` (from a trainer
+/// and re-leases stragglers when hedging is on; `saved` with each rank's
+/// next slot.seq (from rank 0 of a group, once its checkpoint of every
+/// rank is written) says which acked items the group's checkpoint holds;
+/// `saved` (from a trainer
 /// that checkpoints) says every batch acked so far is in its checkpoint;
 /// `status` answers with what it knows now; a steer_command, a
 /// policy_change or a window_change come from the console; `run` answers
@@ -177,6 +180,7 @@ using router_actor = caf::typed_actor<
   caf::reacts_to<done_atom, worker_actor, worker_report>,
   caf::reacts_to<tick_atom>,
   caf::reacts_to<saved_atom>,
+  caf::reacts_to<saved_atom, std::vector<uint64_t>>,
   caf::replies_to<status_atom>::with<router_status>,
   caf::replies_to<steer_command>::with<std::string>,
   caf::replies_to<policy_change>::with<std::string>,
@@ -296,7 +300,7 @@ using membership_actor = caf::typed_actor<
   caf::reacts_to<join_atom, std::string, std::vector<worker_actor>>,
   caf::reacts_to<join_atom, std::string, std::vector<trainer_actor>,
                  std::vector<trainer_endpoint>>,
-  caf::reacts_to<world_atom, uint32_t>,
+  caf::reacts_to<world_atom, uint32_t, uint16_t>,
   caf::replies_to<wait_atom>::with<roster>,
   caf::replies_to<roster_atom>::with<roster>,
   caf::replies_to<nodes_atom>::with<std::vector<node_row>>,

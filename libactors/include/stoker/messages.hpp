@@ -169,6 +169,9 @@ struct group_spec {
   std::string node; ///< the trainer's node (for messages that name it)
   /// The address its collective traffic uses; empty: its cluster.bind.
   std::string interface;
+  /// Which forming of the group: 0 at the start, one more each time the
+  /// group forms again after a lost rank (then from rank 0's checkpoint).
+  uint32_t generation = 0;
 };
 
 /// What a trainer tells the router when it is ready: the least it wants
@@ -187,6 +190,9 @@ struct trainer_hello {
   uint32_t rank = 0;  ///< its rank in the data-parallel group
   uint32_t world = 1; ///< the group's size
   std::string node;   ///< its node's name
+  /// A group resumed from a checkpoint: the rank's batches below this
+  /// slot.seq were trained on before.
+  uint64_t resume_seq = 0;
 };
 
 /// Counters of one worker, for the run report.
@@ -366,7 +372,7 @@ typename Inspector::result_type inspect(Inspector& f, group_plan& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, group_spec& x) {
   return f(caf::meta::type_name("group_spec"), x.rank, x.world, x.store_host,
-           x.store_port, x.node, x.interface);
+           x.store_port, x.node, x.interface, x.generation);
 }
 
 template <class Inspector>
@@ -380,7 +386,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_hello& x) {
   return f(caf::meta::type_name("trainer_hello"), x.prefetch, x.host,
            x.checkpoints, x.resumed, x.done_below, x.done_ids, x.gpu_blur,
-           x.rank, x.world, x.node);
+           x.rank, x.world, x.node, x.resume_seq);
 }
 
 template <class Inspector>

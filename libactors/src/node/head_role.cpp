@@ -97,7 +97,8 @@ form_group(caf::scoped_actor& self, const run_config& cfg,
              [&](caf::error& err) { failure = err; });
   if (failure)
     return failure;
-  self->send(front_door, world_atom::value, world);
+  self->send(front_door, world_atom::value, world,
+             static_cast<uint16_t>(store ? store->port() : 0));
   std::cout << "head: " << world << " trainer(s), " << plan.steps_per_epoch
             << " global step(s) per epoch";
   for (uint32_t rank = 0; rank < world; ++rank) {

@@ -74,11 +74,17 @@ void note_caf_batches(const run_config& cfg) {
             << std::endl;
 }
 
+// Trainers a node starts again (their group went back to a checkpoint)
+// before it gives up: a trainer that keeps failing fails for a reason.
+constexpr uint32_t max_trainer_restarts = 8;
+
 // What a node runs locally until the head says `shutdown`.
 struct local_part {
   std::vector<caf::actor> actors;
-  // Trainer nodes: each trainer's batch stream.
+  // Trainer nodes: each trainer's batch stream, and each trainer's index
+  // (beside `actors`).
   std::vector<std::unique_ptr<batch_listener>> streams;
+  std::vector<uint32_t> indices;
   // Set before the actors are told to exit: a worker then drops a batch it
   // cannot send instead of falling back and saying so.
   std::shared_ptr<std::atomic<bool>> stopping
@@ -125,10 +131,55 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
   return local;
 }
 
+// One trainer of a trainer node (index `index`): spawned, published for
+// worker nodes, with its batch stream beside it. Its actor and stream go
+// into `local`; returns where it listens.
+caf::expected<std::pair<trainer_actor, trainer_endpoint>>
+start_trainer(caf::actor_system& sys, const run_config& cfg,
+              const router_actor& router, const registry& reg,
+              uint32_t index, local_part& local) {
+  auto pool = std::make_shared<buffer_pool>(cfg.pipeline.trainer.prefetch
+                                            + 4);
+  // --resume without a checkpoint here is fine for a rank of a group
+  // (rank 0's checkpoint holds every rank's state): said at the join.
+  auto trainer = spawn_trainer(sys, cfg, reg, router, pool, index, true);
+  if (!trainer)
+    return std::move(trainer.error());
+  local.actors.push_back(caf::actor_cast<caf::actor>(*trainer));
+  auto fail = [&](const std::string& what, const std::string& why) {
+    return make_error(errc::run_failure, "trainer: cannot listen " + what
+                                           + " on " + cfg.node.cluster.bind
+                                           + ": " + why);
+  };
+  auto port = sys.middleman().publish(*trainer, 0,
+                                      cfg.node.cluster.bind.c_str());
+  if (!port)
+    return fail("for actors", sys.render(port.error()));
+  trainer_endpoint where;
+  where.node = cfg.node.name;
+  where.index = index;
+  where.host = cfg.node.cluster.bind;
+  where.port = *port;
+  if (cfg.pipeline.transport.batch_stream) {
+    // The largest frame a worker may send: a full batch of float32.
+    auto stream = batch_listener::start(
+      cfg.node.cluster.bind, 0, batch_float_bytes(cfg.pipeline), pool,
+      [t = *trainer](image_batch&& b) { caf::anon_send(t, std::move(b)); },
+      [](const std::string& what) {
+        std::cerr << "stoker-node: " << what << std::endl;
+      });
+    if (!stream)
+      return fail("for batch streams", describe(stream.error()));
+    where.data_port = (*stream)->port();
+    local.streams.push_back(std::move(*stream));
+  }
+  return std::make_pair(std::move(*trainer), std::move(where));
+}
+
 // A trainer node: its trainers (trainer.count: one per GPU) train what the
 // head's pipeline makes, each on its own device, and each listens where
-// worker nodes can reach it: the trainer actor through CAF, its batch
-// stream beside it. Each waits for its rank (a group_spec from the head).
+// worker nodes can reach it. Each waits for its rank (a group_spec from
+// the head).
 caf::expected<local_part>
 start_trainers(caf::actor_system& sys, caf::scoped_actor& self,
                const run_config& cfg, const welcome& w,
@@ -136,48 +187,18 @@ start_trainers(caf::actor_system& sys, caf::scoped_actor& self,
   local_part local;
   std::vector<trainer_actor> trainers;
   std::vector<trainer_endpoint> places;
-  auto fail = [&](const std::string& what, const std::string& why) {
-    for (auto& a : local.actors)
-      self->send_exit(a, caf::exit_reason::user_shutdown);
-    return make_error(errc::run_failure, "trainer: cannot listen " + what
-                                           + " on " + cfg.node.cluster.bind
-                                           + ": " + why);
-  };
   auto count = trainers_on_node(cfg.node.trainer);
   for (uint32_t i = 0; i < count; ++i) {
-    auto pool = std::make_shared<buffer_pool>(cfg.pipeline.trainer.prefetch
-                                              + 4);
-    auto trainer = spawn_trainer(sys, cfg, reg, w.router, pool, i);
-    if (!trainer) {
+    auto started = start_trainer(sys, cfg, w.router, reg, i, local);
+    if (!started) {
       for (auto& a : local.actors)
         self->send_exit(a, caf::exit_reason::user_shutdown);
-      return std::move(trainer.error());
+      return std::move(started.error());
     }
-    local.actors.push_back(caf::actor_cast<caf::actor>(*trainer));
-    auto port = sys.middleman().publish(*trainer, 0,
-                                        cfg.node.cluster.bind.c_str());
-    if (!port)
-      return fail("for actors", sys.render(port.error()));
-    trainer_endpoint where;
-    where.node = cfg.node.name;
-    where.index = i;
-    where.host = cfg.node.cluster.bind;
-    where.port = *port;
-    if (cfg.pipeline.transport.batch_stream) {
-      // The largest frame a worker may send: a full batch of float32.
-      auto stream = batch_listener::start(
-        cfg.node.cluster.bind, 0, batch_float_bytes(cfg.pipeline), pool,
-        [t = *trainer](image_batch&& b) { caf::anon_send(t, std::move(b)); },
-        [](const std::string& what) {
-          std::cerr << "stoker-node: " << what << std::endl;
-        });
-      if (!stream)
-        return fail("for batch streams", describe(stream.error()));
-      where.data_port = (*stream)->port();
-      local.streams.push_back(std::move(*stream));
-    }
-    trainers.push_back(std::move(*trainer));
-    places.push_back(std::move(where));
+    self->monitor(started->first);
+    local.indices.push_back(i);
+    trainers.push_back(std::move(started->first));
+    places.push_back(std::move(started->second));
   }
   self->send(head, join_atom::value, cfg.node.name, std::move(trainers),
              std::move(places));
@@ -251,6 +272,8 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
               << stream->port();
   std::cout << std::endl;
   int code = 0;
+  uint32_t world = 0; // the group's size, once the head says
+  uint32_t restarts = 0;
   // The head pings every node a fifth of this apart (membership_actor): a
   // head silent this long is hung (kill -STOP keeps its connections open,
   // so no down message comes).
@@ -285,8 +308,50 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
                     << std::endl;
           code = 1;
           running = false;
+          return;
         }
+        // One of this node's trainers stopped. In a group that saves
+        // checkpoints the group goes back to its last one and every rank
+        // forms it again: this node starts that rank's trainer anew.
+        auto at = std::find_if(local->actors.begin(), local->actors.end(),
+                               [&](auto& a) {
+                                 return a.address() == msg.source;
+                               });
+        if (at == local->actors.end() || world <= 1
+            || mine.node.trainer.checkpoint_dir.empty())
+          return;
+        auto k = static_cast<size_t>(at - local->actors.begin());
+        auto index = local->indices[k];
+        if (++restarts > max_trainer_restarts) {
+          std::cerr << "stoker-node: trainer " << cfg.node.name << "/"
+                    << index << " stopped (" << describe(msg.reason)
+                    << ") after " << max_trainer_restarts
+                    << " restarts; not starting it again" << std::endl;
+          return;
+        }
+        local->actors.erase(at);
+        local->indices.erase(local->indices.begin()
+                             + static_cast<std::ptrdiff_t>(k));
+        auto again = mine;
+        again.node.resume = false; // the group's rank 0 sends the state
+        auto started = start_trainer(sys, again, hello->router, reg, index,
+                                     *local);
+        if (!started) {
+          std::cerr << "stoker-node: cannot start trainer " << cfg.node.name
+                    << "/" << index << " again: "
+                    << describe(started.error()) << std::endl;
+          return;
+        }
+        std::cout << "trainer " << cfg.node.name << "/" << index
+                  << " stopped (" << describe(msg.reason)
+                  << "); started again to rejoin its group" << std::endl;
+        self->monitor(started->first);
+        local->indices.push_back(index);
+        self->send(*head, join_atom::value, cfg.node.name,
+                   std::vector<trainer_actor>{started->first},
+                   std::vector<trainer_endpoint>{started->second});
       },
+      [&](world_atom, uint32_t w) { world = w; },
       caf::after(silence) >> [&] {
         std::cerr << "stoker-node: the head at " << c.head_host << ":"
                   << c.head_port << " has been silent for "

@@ -27,6 +27,13 @@ struct membership_state {
   std::vector<node_row> rows;                   // every node seen
   std::vector<trainer_endpoint> trainers;
   uint32_t world = 0; // the group's size once formed (0: not yet)
+  uint16_t store_port = 0; // where a group of several meets
+  // Each rank's (node, trainer index), fixed when the group formed, and
+  // the forming (generation) it last joined: a rank that comes back after
+  // its group lost a rank joins the next one.
+  std::vector<std::pair<std::string, uint32_t>> ranks;
+  std::vector<uint32_t> rank_generation;
+  uint32_t generation = 0;
   // Worker nodes wait for a trainer to connect to; `wait` for everyone.
   std::vector<caf::typed_response_promise<welcome>> waiting_for_trainer;
   std::vector<caf::typed_response_promise<roster>> waiting_for_all;
@@ -168,6 +175,17 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
         std::vector<trainer_endpoint>& places) {
       auto& s = self->state;
       for (size_t i = 0; i < trainers.size() && i < places.size(); ++i) {
+        // A trainer its node started again replaces the one that stopped.
+        auto& tp = s.current.trainer_places;
+        auto old = std::find_if(tp.begin(), tp.end(), [&](auto& p) {
+          return p.node == node && p.index == places[i].index;
+        });
+        if (old != tp.end()) {
+          auto k = old - tp.begin();
+          s.current.trainers.erase(s.current.trainers.begin() + k);
+          tp.erase(old);
+          s.trainers.erase(s.trainers.begin() + k);
+        }
         s.current.trainers.push_back(trainers[i]);
         s.current.trainer_places.push_back(places[i]);
         // Worker nodes that joined before connect to it too (a trainer
@@ -181,14 +199,57 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
           group_spec g;
           g.node = node;
           caf::anon_send(trainers[i], std::move(g));
+        } else if (s.world > 1) {
+          // A rank of a group back (its node restarted it, or was
+          // restarted): the same rank, in the group's next forming.
+          auto at = std::find(s.ranks.begin(), s.ranks.end(),
+                              std::make_pair(node, places[i].index));
+          if (at == s.ranks.end()) {
+            std::cout << "head: trainer " << node << "/" << places[i].index
+                      << " is not a rank of the group; it gets no work"
+                      << std::endl;
+            continue;
+          }
+          auto rank = static_cast<uint32_t>(at - s.ranks.begin());
+          if (s.rank_generation[rank] == s.generation)
+            ++s.generation;
+          s.rank_generation[rank] = s.generation;
+          group_spec g;
+          g.rank = rank;
+          g.world = s.world;
+          g.store_port = s.store_port;
+          g.node = node;
+          g.generation = s.generation;
+          std::cout << "head: rank " << rank << " (" << node << "/"
+                    << places[i].index << ") rejoins the group (forming "
+                    << s.generation << ")" << std::endl;
+          caf::anon_send(trainers[i], std::move(g));
         }
       }
       for (auto& promise : s.waiting_for_trainer)
         promise.deliver(welcome_of(self));
       s.waiting_for_trainer.clear();
-      joined(self, node);
+      if (!s.members.contains(node)) // not a trainer started again
+        joined(self, node);
     },
-    [=](world_atom, uint32_t world) { self->state.world = world; },
+    [=](world_atom, uint32_t world, uint16_t store_port) {
+      auto& s = self->state;
+      s.world = world;
+      s.store_port = store_port;
+      // The same order the head gave the ranks in: node name, then index.
+      s.ranks.clear();
+      for (auto& p : s.current.trainer_places)
+        s.ranks.emplace_back(p.node, p.index);
+      std::sort(s.ranks.begin(), s.ranks.end());
+      s.rank_generation.assign(s.ranks.size(), 0);
+      // Trainer nodes restart a rank whose trainer stops (group runs with
+      // checkpoints): they need to know there is a group.
+      for (auto& [addr, name] : s.names)
+        if (s.hellos[name].role == role_kind::trainer)
+          for (auto& c : s.current.controls)
+            if (c.address() == addr)
+              caf::anon_send(c, world_atom::value, world);
+    },
     [=](wait_atom) -> caf::result<roster> {
       auto& s = self->state;
       if (s.members.complete())

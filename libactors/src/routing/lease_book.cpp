@@ -94,7 +94,10 @@ lease_book::lease(routing_table& table, const std::vector<rank_budget>& ranks,
     if (!best)
       break;
     auto& q = pending_[*best];
-    if (resumed_.contains(q.front().batch_id)) {
+    auto rank = q.front().slot.rank;
+    if (resumed_.contains(q.front().batch_id)
+        || (rank < resume_seq_.size()
+            && q.front().slot.seq < resume_seq_[rank])) {
       q.pop_front(); // the checkpoint has it: trained on already
       --pending_count_;
       ++counters_.resumed;
@@ -183,6 +186,23 @@ std::optional<uint64_t> lease_book::ack(uint64_t batch_id, uint64_t now_ns) {
 
 void lease_book::saved() {
   unsaved_.clear();
+}
+
+void lease_book::saved(const std::vector<uint64_t>& next_seq) {
+  for (auto i = unsaved_.begin(); i != unsaved_.end();) {
+    auto& slot = i->second.slot;
+    if (slot.rank < next_seq.size() && slot.seq < next_seq[slot.rank])
+      i = unsaved_.erase(i);
+    else
+      ++i;
+  }
+}
+
+void lease_book::group_joined(bool checkpoints,
+                              std::vector<uint64_t> resume_seq) {
+  trainer_checkpoints_ = checkpoints;
+  trainer_lost_at_.reset();
+  resume_seq_ = std::move(resume_seq);
 }
 
 std::vector<lease_order> lease_book::lose_worker(size_t worker,

@@ -121,6 +121,10 @@ public:
   /// The trainer's checkpoint holds everything acknowledged so far.
   void saved();
 
+  /// A group's checkpoint holds each rank r's items below slot.seq
+  /// `next_seq[r]` (acks of later ones may have come first: they stay).
+  void saved(const std::vector<uint64_t>& next_seq);
+
   // -- failures --------------------------------------------------------------
 
   /// Worker `worker` died or hung: the table stops picking it and every
@@ -150,6 +154,11 @@ public:
   /// again).
   void trainer_joined(bool checkpoints, uint64_t done_below,
                       const std::vector<uint64_t>& done_ids);
+
+  /// Every rank of a group is here (first, or formed again from its
+  /// checkpoint): whether it saves checkpoints, and each rank's slot.seq
+  /// below which it trained before (never leased again).
+  void group_joined(bool checkpoints, std::vector<uint64_t> resume_seq);
 
   // -- state -----------------------------------------------------------------
 
@@ -235,6 +244,7 @@ private:
   std::deque<work_item> orphans_;
   std::map<uint64_t, work_item> unsaved_; // acked since the last checkpoint
   batch_id_set resumed_;
+  std::vector<uint64_t> resume_seq_; // by rank: a group's resumed items
   std::deque<uint64_t> recent_ns_; // lease-to-ack times of the last batches
   bool trainer_checkpoints_ = false;
   std::optional<uint64_t> trainer_lost_at_;

@@ -246,6 +246,34 @@ void dispatch(router_ptr self) {
 void lose_trainer(router_ptr self, uint32_t rank, const std::string& why) {
   auto& st = self->state;
   auto& slot = st.trainers[rank];
+  if (st.world > 1 && st.scope == router_scope::cluster
+      && st.book.trainer_checkpoints()) {
+    // The group goes back to its last checkpoint: every rank forms it
+    // again (the others are stopped: they would wait in a collective), and
+    // everything the checkpoint does not hold waits for them.
+    for (uint32_t r = 0; r < st.trainers.size(); ++r) {
+      auto& t = st.trainers[r];
+      if (t.actor && r != rank) {
+        st.retired.insert(caf::actor_cast<caf::actor_addr>(t.actor));
+        self->send_exit(t.actor, caf::exit_reason::user_shutdown);
+      }
+      t.actor = nullptr;
+      t.window.reset();
+      t.resume_seq = 0;
+    }
+    auto waiting = st.book.lose_trainer(st.now_ns());
+    caf::aout(self) << "router: trainer rank " << rank << " on node '"
+                    << slot.node << "' exited before the run ended"
+                    << (why.empty() ? std::string{} : " (" + why + ")")
+                    << "; the group of " << st.world
+                    << " goes back to its last checkpoint: " << waiting
+                    << " batch(es) wait; waiting up to "
+                    << st.spec.no_worker_timeout.count()
+                    << " ms (cluster.join-timeout) for every rank (start "
+                       "the lost trainer's node again, with --resume)"
+                    << std::endl;
+    return;
+  }
   if (st.world > 1) {
     if (!st.failure)
       st.failure = make_error(
@@ -361,18 +389,7 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
   auto& slot = st.trainers[hello.rank];
   if (slot.actor)
     return; // that rank is taken (a second hello: ignored)
-  if (st.world > 1 && hello.checkpoints && !st.failure) {
-    st.failure = make_error(
-      errc::invalid_config,
-      "trainer.checkpoint-dir is set on node '" + hello.node
-        + "', but checkpoints of a data-parallel group (" + std::to_string(
-          st.world)
-        + " trainers) are not supported yet; expected no "
-          "trainer.checkpoint-dir, or one trainer");
-    maybe_finish(self);
-    return;
-  }
-  if (st.book.trainer_lost_at() && !hello.resumed) {
+  if (st.world == 1 && st.book.trainer_lost_at() && !hello.resumed) {
     // Its empty ledger would count everything trained before as missing,
     // and its model never saw it: refuse, keep waiting.
     caf::aout(self) << "router: a trainer joined without --resume after "
@@ -382,13 +399,16 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
     self->send_exit(trainer, caf::exit_reason::user_shutdown);
     return;
   }
-  if (st.book.trainer_lost_at())
+  if (st.world == 1 && st.book.trainer_lost_at())
     caf::aout(self) << "router: a trainer rejoined from its checkpoint "
                        "(batches below "
                     << hello.done_below << " and " << hello.done_ids.size()
                     << " more trained)" << std::endl;
-  st.book.trainer_joined(hello.checkpoints, hello.done_below,
-                         hello.done_ids);
+  if (st.world == 1)
+    st.book.trainer_joined(hello.checkpoints, hello.done_below,
+                           hello.done_ids);
+  slot.checkpoints = hello.checkpoints;
+  slot.resume_seq = hello.resume_seq;
   st.book.set_trainer_host(hello.rank, hello.host);
   slot.gpu = hello.gpu_blur;
   slot.node = hello.node;
@@ -410,10 +430,19 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
   auto limits = st.limits;
   limits.min = hello.prefetch;
   slot.window.emplace(limits);
-  if (st.world > 1)
+  if (st.world > 1) {
     caf::aout(self) << "router: trainer rank " << hello.rank << " of "
-                    << st.world << " (node '" << hello.node
-                    << "') is here" << std::endl;
+                    << st.world << " (node '" << hello.node << "') is here"
+                    << (hello.resumed ? " from the group's checkpoint" : "")
+                    << std::endl;
+    if (st.group_complete()) {
+      // Rank 0's checkpoints are the group's (it writes them).
+      std::vector<uint64_t> resume_seq;
+      for (auto& t : st.trainers)
+        resume_seq.push_back(t.resume_seq);
+      st.book.group_joined(st.trainers[0].checkpoints, std::move(resume_seq));
+    }
+  }
   dispatch(self);
 }
 
@@ -514,6 +543,8 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       maybe_finish(self);
       return;
     }
+    if (s.retired.erase(msg.source) > 0)
+      return; // stopped on purpose when the group went back
     auto why = msg.reason ? describe(msg.reason) : std::string{};
     if (auto rank = s.rank_of(msg.source)) {
       lose_trainer(self, *rank, why);
@@ -556,6 +587,12 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       for (auto& t : s.trainers) // a group of one: checkpoints only there
         t.heard_ns = s.now_ns();
       s.book.saved(); // all acked so far is in the checkpoint
+    },
+    [=](saved_atom, const std::vector<uint64_t>& next_seq) {
+      auto& s = self->state;
+      for (auto& t : s.trainers)
+        t.heard_ns = s.now_ns();
+      s.book.saved(next_seq); // rank 0 wrote the group's checkpoint
     },
     [=](world_atom, uint32_t world) -> caf::result<group_plan> {
       auto& s = self->state;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,8 @@ struct trainer_slot {
   double wait_ns = 0.0;
   double collective_ns = 0.0;
   bool measured = false;
+  bool checkpoints = false; // its hello: it saves (rank 0: the group's)
+  uint64_t resume_seq = 0;  // its hello: trained below this seq before
 };
 
 struct router_state {
@@ -55,6 +58,9 @@ struct router_state {
   std::map<caf::actor_addr, size_t> worker_index;
   uint32_t world = 1;                 // the group's size (`world`)
   std::vector<trainer_slot> trainers; // by rank
+  // Trainers of a group told to stop when another rank was lost: their
+  // exits are expected, not failures.
+  std::set<caf::actor_addr> retired;
   bool fetching = false;         // a request to the source is out
   std::optional<uint64_t> no_workers_since; // ns, while none is alive
   // -- the console's

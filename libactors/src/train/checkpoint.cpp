@@ -14,7 +14,8 @@ namespace stoker {
 
 namespace {
 
-constexpr char magic[8] = {'S', 'T', 'K', 'C', 'K', 'P', 'T', '1'};
+// Format 2 adds a group's cursors; format 1 files still load.
+constexpr char magic[8] = {'S', 'T', 'K', 'C', 'K', 'P', 'T', '2'};
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the checkpoint format assumes a little-endian host");
@@ -86,7 +87,7 @@ std::string checkpoint_path(const std::string& dir) {
   return dir + "/checkpoint.stoker";
 }
 
-caf::error write_checkpoint(const checkpoint& ckpt, const std::string& dir) {
+std::string encode_checkpoint(const checkpoint& ckpt) {
   writer w;
   w.bytes.append(magic, sizeof(magic));
   w.put(ckpt.run.dataset_size);
@@ -101,6 +102,16 @@ caf::error write_checkpoint(const checkpoint& ckpt, const std::string& dir) {
   w.put(ckpt.delivered);
   w.put(ckpt.duplicates);
   w.put_bytes(ckpt.engine_state.data(), ckpt.engine_state.size());
+  w.put(ckpt.next_seq);
+  w.put(static_cast<uint64_t>(ckpt.ranks.size()));
+  for (auto& r : ckpt.ranks)
+    w.put_bytes(r.data(), r.size());
+  return std::move(w.bytes);
+}
+
+caf::error write_checkpoint(const checkpoint& ckpt, const std::string& dir) {
+  writer w;
+  w.bytes = encode_checkpoint(ckpt);
   ::mkdir(dir.c_str(), 0755); // EEXIST is fine; open() below reports others
   auto path = checkpoint_path(dir);
   auto tmp = path + ".tmp";
@@ -146,14 +157,19 @@ caf::expected<checkpoint> read_checkpoint(const std::string& dir) {
                           "trainer.checkpoint-every)");
   std::string bytes{std::istreambuf_iterator<char>{in},
                     std::istreambuf_iterator<char>{}};
+  return decode_checkpoint(bytes, path);
+}
+
+caf::expected<checkpoint> decode_checkpoint(const std::string& bytes,
+                                            const std::string& path) {
   if (bytes.size() < sizeof(magic)
       || std::memcmp(bytes.data(), magic, sizeof(magic) - 1) != 0)
     return make_error(errc::io_failure, path + " is not a Stoker checkpoint");
-  if (bytes[sizeof(magic) - 1] != magic[sizeof(magic) - 1])
+  auto format = bytes[sizeof(magic) - 1];
+  if (format != '1' && format != '2')
     return make_error(errc::io_failure,
-                      path + ": checkpoint format '"
-                        + std::string(1, bytes[sizeof(magic) - 1])
-                        + "', this release reads format '1'");
+                      path + ": checkpoint format '" + std::string(1, format)
+                        + "', this release reads formats '1' and '2'");
   std::string body = bytes.substr(sizeof(magic));
   reader r{body};
   checkpoint c;
@@ -162,8 +178,16 @@ caf::expected<checkpoint> read_checkpoint(const std::string& dir) {
             && r.get(c.run.batch_size) && r.get(c.run.seed) && r.get(shuffle)
             && r.get(c.step) && r.get(c.done_below) && r.get_bytes(c.done_ids)
             && r.get_bytes(c.ledger_bits) && r.get(c.delivered)
-            && r.get(c.duplicates) && r.get_bytes(c.engine_state)
-            && r.at_end();
+            && r.get(c.duplicates) && r.get_bytes(c.engine_state);
+  if (ok && format == '2') {
+    uint64_t ranks = 0;
+    ok = r.get(c.next_seq) && r.get(ranks) && ranks <= (1u << 20);
+    for (uint64_t k = 0; ok && k < ranks; ++k) {
+      c.ranks.emplace_back();
+      ok = r.get_bytes(c.ranks.back());
+    }
+  }
+  ok = ok && r.at_end();
   if (!ok)
     return make_error(errc::io_failure,
                       path + " is truncated or damaged (" + std::to_string(

@@ -32,7 +32,21 @@ struct checkpoint {
   uint64_t delivered = 0;           ///< the ledger's counters
   uint64_t duplicates = 0;
   std::string engine_state;
+  /// A data-parallel group's: the rank's place in its sequence of batches
+  /// (the next slot.seq it runs).
+  uint64_t next_seq = 0;
+  /// A data-parallel group's checkpoint (rank 0 writes it): every rank's
+  /// cursor, by rank, each encode_checkpoint() of a checkpoint without
+  /// engine state. Empty for one trainer.
+  std::vector<std::string> ranks;
 };
+
+/// The bytes of `ckpt` (the file's format, also what a group sends).
+std::string encode_checkpoint(const checkpoint& ckpt);
+
+/// Reads what encode_checkpoint() gave; `where` names it in errors.
+caf::expected<checkpoint> decode_checkpoint(const std::string& bytes,
+                                            const std::string& where);
 
 /// The file a checkpoint lives in, inside `dir`.
 std::string checkpoint_path(const std::string& dir);

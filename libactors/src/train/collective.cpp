@@ -1,11 +1,15 @@
 #include "train/collective.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <exception>
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef STOKER_HAVE_GLOO
+#  include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #  include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
+#include <torch/torch.h>
 
 #include "stoker/errors.hpp"
 
@@ -135,7 +139,9 @@ collective_group::join(const collective_options& opts) {
     o.port = opts.store_port;
     o.isServer = false;
     o.timeout = opts.timeout;
-    x->store = c10::make_intrusive<c10d::TCPStore>(opts.store_host, o);
+    x->store = c10::make_intrusive<c10d::PrefixStore>(
+      "g" + std::to_string(opts.generation) + "/",
+      c10::make_intrusive<c10d::TCPStore>(opts.store_host, o));
     auto gloo_opts = c10d::ProcessGroupGloo::Options::create(opts.timeout);
     auto wildcard = opts.interface.empty() || opts.interface == "0.0.0.0";
     gloo_opts->devices.push_back(
@@ -186,6 +192,66 @@ collective_group::broadcast_from_rank0(std::vector<at::Tensor>& tensors) {
       works.push_back(impl_->group->broadcast(one, b));
     }
   });
+}
+
+caf::expected<std::vector<std::string>>
+collective_group::all_gather_bytes(const std::string& mine) {
+  auto world = static_cast<size_t>(impl_->world);
+  try {
+    auto size = torch::tensor({static_cast<int64_t>(mine.size())},
+                              torch::kInt64);
+    std::vector<std::vector<at::Tensor>> sizes(1);
+    for (size_t r = 0; r < world; ++r)
+      sizes[0].push_back(torch::zeros({1}, torch::kInt64));
+    std::vector<at::Tensor> in{size};
+    if (auto err = impl_->run("gathering sizes", [&](auto& works) {
+          works.push_back(impl_->group->allgather(sizes, in));
+        }))
+      return err;
+    int64_t longest = 0;
+    for (auto& t : sizes[0])
+      longest = std::max(longest, t.item<int64_t>());
+    auto padded = torch::zeros({std::max<int64_t>(longest, 1)}, torch::kUInt8);
+    std::memcpy(padded.data_ptr(), mine.data(), mine.size());
+    std::vector<std::vector<at::Tensor>> all(1);
+    for (size_t r = 0; r < world; ++r)
+      all[0].push_back(torch::zeros_like(padded));
+    std::vector<at::Tensor> one{padded};
+    if (auto err = impl_->run("gathering cursors", [&](auto& works) {
+          works.push_back(impl_->group->allgather(all, one));
+        }))
+      return err;
+    std::vector<std::string> out;
+    for (size_t r = 0; r < world; ++r)
+      out.emplace_back(static_cast<const char*>(all[0][r].data_ptr()),
+                       static_cast<size_t>(sizes[0][r].item<int64_t>()));
+    return out;
+  } catch (const std::exception& e) {
+    return make_error(errc::trainer_failure,
+                      "gathering of " + impl_->where + " failed: " + e.what());
+  }
+}
+
+caf::expected<std::string> collective_group::broadcast_bytes(
+  const std::string& mine) {
+  try {
+    std::vector<at::Tensor> size{torch::tensor(
+      {static_cast<int64_t>(mine.size())}, torch::kInt64)};
+    if (auto err = broadcast_from_rank0(size))
+      return err;
+    auto n = size[0].item<int64_t>();
+    std::vector<at::Tensor> bytes{torch::zeros({std::max<int64_t>(n, 1)},
+                                               torch::kUInt8)};
+    if (impl_->rank == 0)
+      std::memcpy(bytes[0].data_ptr(), mine.data(), mine.size());
+    if (auto err = broadcast_from_rank0(bytes))
+      return err;
+    return std::string(static_cast<const char*>(bytes[0].data_ptr()),
+                       static_cast<size_t>(n));
+  } catch (const std::exception& e) {
+    return make_error(errc::trainer_failure,
+                      "broadcast of " + impl_->where + " failed: " + e.what());
+  }
 }
 
 uint64_t collective_group::take_wait_ns() noexcept {

@@ -44,6 +44,9 @@ struct collective_options {
   /// "0.0.0.0" or empty: the interface its host name resolves to).
   std::string interface = "127.0.0.1";
   collective_backend backend = collective_backend::automatic;
+  /// Which forming of the group this is: a group formed again after a
+  /// lost rank meets under its own key prefix on the same store.
+  uint32_t generation = 0;
   /// Joining, and each collective: a rank that does not come within it
   /// fails the others' call instead of hanging them.
   std::chrono::milliseconds timeout{60000};
@@ -77,6 +80,13 @@ public:
 
   /// Overwrites each tensor with rank 0's, in place.
   caf::error broadcast_from_rank0(std::vector<at::Tensor>& tensors);
+
+  /// Every rank's `mine`, by rank.
+  caf::expected<std::vector<std::string>>
+  all_gather_bytes(const std::string& mine);
+
+  /// Rank 0's `mine` on every rank.
+  caf::expected<std::string> broadcast_bytes(const std::string& mine);
 
   /// Time spent in this group's calls since the last take (then reset).
   uint64_t take_wait_ns() noexcept;

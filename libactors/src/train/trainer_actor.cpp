@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <cmath>
@@ -80,6 +81,13 @@ struct trainer_state {
   std::deque<image_batch> early;
   trainer_hello hello; // said once the group_spec came
   uint64_t gate_resumed = 0; // training samples trained before a restart
+  // A group's checkpoints: rank 0's trainer.checkpoint-every (0: none),
+  // shared when the group forms so every rank saves at the same steps.
+  uint64_t group_checkpoint_every = 0;
+  // --resume on a node whose checkpoint is missing: an error for a lone
+  // trainer (said at the join), none for a rank of a group (rank 0's
+  // checkpoint has every rank's state).
+  caf::error resume_missing;
   struct epoch_sums {
     double loss = 0.0;
     uint64_t steps = 0;
@@ -202,6 +210,66 @@ bool save_checkpoint(trainer_ptr self, const router_actor& router) {
   // will not need them again.
   self->send(router, saved_atom::value);
   caf::aout(self) << "checkpoint: step " << c.step << " saved to "
+                  << checkpoint_path(s.checkpoint_dir) << " ("
+                  << ns_between(t0, clock_type::now()) / 1000000 << " ms)"
+                  << std::endl;
+  return true;
+}
+
+// This rank's cursor: what it trained on, its ledger, its place in its
+// sequence (no model: rank 0 saves that for the group).
+checkpoint cursor_of(const trainer_state& s) {
+  checkpoint c;
+  c.run = s.run;
+  c.step = s.stats.steps;
+  c.done_below = s.consumed.watermark();
+  c.done_ids = s.consumed.sparse();
+  c.ledger_bits = s.ledger->pack();
+  c.delivered = s.ledger->delivered();
+  c.duplicates = s.ledger->duplicates();
+  c.next_seq = s.next_seq;
+  return c;
+}
+
+// A group's checkpoint: every rank's cursor goes to every rank (a gloo
+// all-gather); rank 0 writes them with the model and optimizer (the same
+// on every rank) in one file, atomically, and tells the router how far
+// each rank's sequence it holds. False (after quitting) if it cannot.
+bool save_group_checkpoint(trainer_ptr self, const router_actor& router) {
+  auto& s = self->state;
+  auto t0 = clock_type::now();
+  auto all = s.collective->all_gather_bytes(encode_checkpoint(cursor_of(s)));
+  s.collective->take_wait_ns(); // saving is not a step's wait
+  if (!all) {
+    self->quit(all.error());
+    return false;
+  }
+  if (s.group.rank != 0)
+    return true;
+  auto c = cursor_of(s);
+  std::vector<uint64_t> next_seqs;
+  for (auto& bytes : *all) {
+    auto rank = decode_checkpoint(bytes, "a rank's cursor");
+    if (!rank) {
+      self->quit(rank.error());
+      return false;
+    }
+    next_seqs.push_back(rank->next_seq);
+  }
+  c.ranks = std::move(*all);
+  auto engine_state = s.engine->save_state();
+  if (!engine_state) {
+    self->quit(engine_state.error());
+    return false;
+  }
+  c.engine_state = std::move(*engine_state);
+  if (auto err = write_checkpoint(c, s.checkpoint_dir)) {
+    self->quit(err);
+    return false;
+  }
+  self->send(router, saved_atom::value, std::move(next_seqs));
+  caf::aout(self) << "checkpoint: step " << c.step << " of "
+                  << s.group.world << " ranks saved to "
                   << checkpoint_path(s.checkpoint_dir) << " ("
                   << ns_between(t0, clock_type::now()) / 1000000 << " ms)"
                   << std::endl;
@@ -332,9 +400,90 @@ bool run_batch(trainer_ptr self, image_batch& batch,
       && (!batch.sample_ids.empty() || s.collective)) {
     if (s.stats.steps % s.log_every == 0)
       log_progress(self);
-    if (!s.checkpoint_dir.empty() && s.stats.steps % s.checkpoint_every == 0)
+    if (s.collective) {
+      // A group saves together, as rank 0 says (its setting, shared when
+      // the group formed): every rank at the same step.
+      if (s.group_checkpoint_every > 0
+          && s.stats.steps % s.group_checkpoint_every == 0)
+        return save_group_checkpoint(self, router);
+    } else if (!s.checkpoint_dir.empty()
+               && s.stats.steps % s.checkpoint_every == 0) {
       return save_checkpoint(self, router);
+    }
   }
+  return true;
+}
+
+// When a group forms: rank 0 shares its checkpoint setting and, when the
+// group resumes (rank 0 started with --resume, or the group formed again
+// after a lost rank), its checkpoint; every rank takes the model, the
+// optimizer and its own cursor from it. No checkpoint yet after a lost
+// rank: the group starts over (the router put every item back). False
+// (after quitting with the reason) if it cannot.
+bool resume_group(trainer_ptr self) {
+  auto& s = self->state;
+  std::string mine;
+  if (s.group.rank == 0) {
+    uint64_t every = s.checkpoint_dir.empty() ? 0 : s.checkpoint_every;
+    mine.assign(reinterpret_cast<const char*>(&every), sizeof(every));
+    bool resume = s.cfg.node.resume || s.group.generation > 0;
+    if (resume && every > 0) {
+      auto loaded = read_checkpoint(s.checkpoint_dir);
+      if (loaded) {
+        mine += encode_checkpoint(*loaded);
+      } else if (s.cfg.node.resume && s.group.generation == 0) {
+        self->quit(loaded.error()); // asked for, and none there
+        return false;
+      }
+    }
+  }
+  auto shared = s.collective->broadcast_bytes(mine);
+  if (!shared || shared->size() < sizeof(uint64_t)) {
+    self->quit(shared ? make_error(errc::trainer_failure,
+                                   "rank 0 sent no checkpoint setting")
+                      : shared.error());
+    return false;
+  }
+  std::memcpy(&s.group_checkpoint_every, shared->data(), sizeof(uint64_t));
+  if (shared->size() == sizeof(uint64_t))
+    return true; // a fresh start
+  auto fail = [&](caf::error err) {
+    self->quit(std::move(err));
+    return false;
+  };
+  auto ckpt = decode_checkpoint(shared->substr(sizeof(uint64_t)),
+                                "rank 0's checkpoint");
+  if (!ckpt)
+    return fail(ckpt.error());
+  if (auto err = check_resumable(ckpt->run, s.run))
+    return fail(err);
+  if (ckpt->ranks.size() != s.group.world)
+    return fail(make_error(
+      errc::invalid_config,
+      "--resume: rank 0's checkpoint holds " + std::to_string(
+        ckpt->ranks.size())
+        + " rank(s), the group has " + std::to_string(s.group.world)
+        + "; expected the same trainers (trainer.count on every node)"));
+  if (auto err = s.engine->load_state(ckpt->engine_state))
+    return fail(err);
+  auto mine_cursor = decode_checkpoint(ckpt->ranks[s.group.rank],
+                                       "this rank's cursor");
+  if (!mine_cursor)
+    return fail(mine_cursor.error());
+  auto& c = *mine_cursor;
+  s.ledger->restore(c.ledger_bits, c.delivered, c.duplicates);
+  s.consumed.restore(c.done_below, c.done_ids);
+  s.stats.steps = c.step;
+  s.stats.resumed_samples = c.delivered;
+  s.next_seq = c.next_seq;
+  s.hello.resumed = true;
+  s.hello.resume_seq = c.next_seq;
+  s.hello.done_below = c.done_below;
+  s.hello.done_ids = c.done_ids;
+  caf::aout(self) << "trainer: rank " << s.group.rank << " resumed from the "
+                  << "group's checkpoint at step " << c.step << " ("
+                  << s.ledger->unique() << " samples trained before)"
+                  << std::endl;
   return true;
 }
 
@@ -368,6 +517,7 @@ bool join_group(trainer_ptr self, group_spec g) {
     o.interface = cfg.node.cluster.bind;
     o.backend = p.trainer.backend;
     o.timeout = p.trainer.collective_timeout;
+    o.generation = g.generation;
     caf::aout(self) << "trainer: rank " << g.rank << " of " << g.world
                     << " joining the group at " << o.store_host << ":"
                     << o.store_port << std::endl;
@@ -381,7 +531,13 @@ bool join_group(trainer_ptr self, group_spec g) {
       self->quit(err);
       return false;
     }
+    if (!resume_group(self))
+      return false;
     s.collective->take_wait_ns(); // joining is start-up, not a step's wait
+  } else if (s.resume_missing) {
+    // A lone trainer started with --resume needs its own checkpoint.
+    self->quit(s.resume_missing);
+    return false;
   }
   s.hello.rank = g.rank;
   s.hello.world = g.world;
@@ -508,8 +664,10 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
            run_config cfg, router_actor router,
            std::shared_ptr<buffer_pool> pool,
            std::shared_ptr<const checkpoint> resumed,
-           std::shared_ptr<cuda_blur_stage> gpu_blur) {
+           std::shared_ptr<cuda_blur_stage> gpu_blur,
+           caf::error resume_missing) {
   auto& st = self->state;
+  st.resume_missing = std::move(resume_missing);
   st.engine = std::move(engine);
   st.gpu_blur = std::move(gpu_blur);
   auto& p = cfg.pipeline;
@@ -620,22 +778,28 @@ open_gpu_blur(const run_config& cfg) {
 caf::expected<trainer_actor>
 spawn_trainer(caf::actor_system& sys, const run_config& cfg,
               const registry& reg, router_actor router,
-              std::shared_ptr<buffer_pool> pool, uint32_t local_index) {
+              std::shared_ptr<buffer_pool> pool, uint32_t local_index,
+              bool defer_missing_checkpoint) {
   auto engine = make_step_engine(cfg.pipeline.trainer, cfg.node.trainer, reg,
                                  local_index);
   if (!engine)
     return std::move(engine.error());
   std::shared_ptr<const checkpoint> resumed;
+  caf::error resume_missing;
   if (cfg.node.resume) {
     auto loaded = read_checkpoint(cfg.node.trainer.checkpoint_dir);
-    if (!loaded)
+    if (!loaded && !defer_missing_checkpoint)
       return std::move(loaded.error());
-    if (auto err = check_resumable(loaded->run, identity_of(cfg)))
-      return err;
-    if (auto err = (*engine)->load_state(loaded->engine_state))
-      return err;
-    loaded->engine_state.clear(); // in the engine now
-    resumed = std::make_shared<const checkpoint>(std::move(*loaded));
+    if (!loaded) {
+      resume_missing = std::move(loaded.error());
+    } else {
+      if (auto err = check_resumable(loaded->run, identity_of(cfg)))
+        return err;
+      if (auto err = (*engine)->load_state(loaded->engine_state))
+        return err;
+      loaded->engine_state.clear(); // in the engine now
+      resumed = std::make_shared<const checkpoint>(std::move(*loaded));
+    }
   }
   auto gpu_blur = open_gpu_blur(cfg);
   if (!gpu_blur)
@@ -643,7 +807,8 @@ spawn_trainer(caf::actor_system& sys, const run_config& cfg,
   std::shared_ptr<step_engine> shared = std::move(*engine);
   return sys.spawn<caf::detached>(trainer_fn, std::move(shared), cfg,
                                   std::move(router), std::move(pool),
-                                  std::move(resumed), std::move(*gpu_blur));
+                                  std::move(resumed), std::move(*gpu_blur),
+                                  std::move(resume_missing));
 }
 
 } // namespace stoker

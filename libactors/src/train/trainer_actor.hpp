@@ -25,10 +25,14 @@ class registry;
 /// The trainer says hello to the router only once a group_spec gave it its
 /// rank (local and member roles send one; world 1 for a lone trainer).
 /// `local_index`: which of this node's trainers it is (its CUDA device).
+/// `defer_missing_checkpoint` (trainer nodes): with --resume and no
+/// checkpoint here, fail only if the trainer turns out to be alone (a
+/// rank of a group takes its state from rank 0's checkpoint).
 caf::expected<trainer_actor>
 spawn_trainer(caf::actor_system& sys, const run_config& cfg,
               const registry& reg, router_actor router,
               std::shared_ptr<buffer_pool> pool = nullptr,
-              uint32_t local_index = 0);
+              uint32_t local_index = 0,
+              bool defer_missing_checkpoint = false);
 
 } // namespace stoker
