@@ -232,6 +232,28 @@ BOOST_AUTO_TEST_CASE(a_killed_trainer_ends_the_run_naming_its_rank) {
   wait_exit(tb, 1s);
 }
 
+// A trainer that stops before its hello (here: --resume on a node with
+// no checkpoint) is lost like any: the head names why and exits 1 instead
+// of waiting for it.
+BOOST_AUTO_TEST_CASE(a_trainer_that_fails_before_its_hello_fails_the_run) {
+  scratch_dir empty{"dp-nockpt"};
+  auto head = start_head(
+    "dp-early",
+    with_small({"--cluster.nodes=[\"t:trainer\", \"w:worker:1\"]",
+                "--pipeline.dataset-size=200"}));
+  auto args = small;
+  args.insert(args.end(), {"--trainer.checkpoint-dir=" + empty.path,
+                           "--resume"});
+  auto t = start_member(head.at, "dp-early", "trainer", "t", args);
+  auto w = start_member(head.at, "dp-early", "worker", "w", small);
+  BOOST_TEST(wait_exit(head.proc, 60s) == 1);
+  BOOST_TEST(read_file(head.proc.log).find("no checkpoint at " + empty.path)
+               != std::string::npos,
+             read_file(head.proc.log));
+  BOOST_TEST(wait_exit(t, 20s) != -1);
+  BOOST_TEST(wait_exit(w, 20s) != -1);
+}
+
 // One rank's steps take 3x the other's: the report names it as the
 // slowest, and the other rank's time shows as collective wait.
 BOOST_AUTO_TEST_CASE(a_slow_rank_is_named_and_the_other_waits_for_it) {

@@ -160,7 +160,10 @@ typename Inspector::result_type inspect(Inspector& f, window_change& x) {
 
 /// Leases work items to workers (routing_table) and bounds what is in
 /// flight (inflight_window). A worker_join adds a worker;
-/// `credit` comes from the trainer, a batch_ack for each batch it
+/// a `group_spec` with a trainer says that trainer was given that rank
+/// (the router watches it from then on: one that stops before its hello
+/// is lost like one after); `credit` comes from the trainer, a batch_ack
+/// for each batch it
 /// consumed; `tick` (to itself, every report interval) checks heartbeats
 /// and re-leases stragglers when hedging is on; `saved` with each rank's
 /// next slot.seq (from rank 0 of a group, once its checkpoint of every
@@ -176,6 +179,7 @@ typename Inspector::result_type inspect(Inspector& f, window_change& x) {
 using router_actor = caf::typed_actor<
   caf::reacts_to<worker_join>,
   caf::reacts_to<credit_atom, trainer_actor, trainer_hello>,
+  caf::reacts_to<group_spec, trainer_actor>,
   caf::reacts_to<batch_ack>,
   caf::reacts_to<done_atom, worker_actor, worker_report>,
   caf::reacts_to<tick_atom>,

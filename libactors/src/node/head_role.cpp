@@ -110,6 +110,7 @@ form_group(caf::scoped_actor& self, const run_config& cfg,
     g.node = where.node;
     std::cout << (rank == 0 ? ": " : ", ") << "rank " << rank << " = "
               << where.node << "/" << where.index;
+    self->send(router, g, members.trainers[order[rank]]);
     self->send(members.trainers[order[rank]], std::move(g));
   }
   std::cout << std::endl;

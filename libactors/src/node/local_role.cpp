@@ -106,6 +106,7 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
     g.store_port = store ? store->port() : 0;
     g.node = cfg.node.name;
     g.interface = "127.0.0.1";
+    self->send(router, g, trainers[rank]);
     self->send(trainers[rank], std::move(g));
   }
   auto common = node_worker_setup(cfg, reg, buffers);

@@ -317,11 +317,17 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
                                [&](auto& a) {
                                  return a.address() == msg.source;
                                });
-        if (at == local->actors.end() || world <= 1
-            || mine.node.trainer.checkpoint_dir.empty())
+        if (at == local->actors.end())
           return;
         auto k = static_cast<size_t>(at - local->actors.begin());
         auto index = local->indices[k];
+        if (world <= 1 || mine.node.trainer.checkpoint_dir.empty()) {
+          if (msg.reason && msg.reason != caf::exit_reason::user_shutdown)
+            std::cerr << "stoker-node: trainer " << cfg.node.name << "/"
+                      << index << " stopped: " << describe(msg.reason)
+                      << std::endl;
+          return;
+        }
         if (++restarts > max_trainer_restarts) {
           std::cerr << "stoker-node: trainer " << cfg.node.name << "/"
                     << index << " stopped (" << describe(msg.reason)

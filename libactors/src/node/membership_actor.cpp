@@ -198,6 +198,7 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
           // back (--resume); the router takes it or says why not.
           group_spec g;
           g.node = node;
+          caf::anon_send(s.router, g, trainers[i]);
           caf::anon_send(trainers[i], std::move(g));
         } else if (s.world > 1) {
           // A rank of a group back (its node restarted it, or was
@@ -223,6 +224,7 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
           std::cout << "head: rank " << rank << " (" << node << "/"
                     << places[i].index << ") rejoins the group (forming "
                     << s.generation << ")" << std::endl;
+          caf::anon_send(s.router, g, trainers[i]);
           caf::anon_send(trainers[i], std::move(g));
         }
       }

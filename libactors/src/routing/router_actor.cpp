@@ -59,8 +59,9 @@ bool router_state::all_gpu() const {
 std::optional<uint32_t>
 router_state::rank_of(const caf::actor_addr& addr) const {
   for (uint32_t r = 0; r < trainers.size(); ++r)
-    if (trainers[r].actor
-        && caf::actor_cast<caf::actor_addr>(trainers[r].actor) == addr)
+    if ((trainers[r].actor
+         && caf::actor_cast<caf::actor_addr>(trainers[r].actor) == addr)
+        || (trainers[r].given && trainers[r].given == addr))
       return r;
   return std::nullopt;
 }
@@ -258,6 +259,7 @@ void lose_trainer(router_ptr self, uint32_t rank, const std::string& why) {
         self->send_exit(t.actor, caf::exit_reason::user_shutdown);
       }
       t.actor = nullptr;
+      t.given = caf::actor_addr{};
       t.window.reset();
       t.resume_seq = 0;
     }
@@ -302,6 +304,7 @@ void lose_trainer(router_ptr self, uint32_t rank, const std::string& why) {
   }
   auto waiting = st.book.lose_trainer(st.now_ns());
   slot.actor = nullptr;
+  slot.given = caf::actor_addr{};
   slot.window.reset();
   caf::aout(self) << "router: " << reason << "; " << waiting
                   << " batch(es) not in its checkpoint wait for it; waiting "
@@ -422,7 +425,9 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
                     << std::endl;
   slot.actor = std::move(trainer);
   slot.heard_ns = st.now_ns();
-  self->monitor(slot.actor);
+  if (slot.given != caf::actor_cast<caf::actor_addr>(slot.actor))
+    self->monitor(slot.actor); // not watched since its group_spec
+  slot.given = caf::actor_cast<caf::actor_addr>(slot.actor);
   std::vector<std::string> hosts;
   for (auto& t : st.trainers)
     hosts.push_back(t.host);
@@ -573,6 +578,18 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
     },
     [=](credit_atom, trainer_actor& trainer, const trainer_hello& hello) {
       trainer_joined(self, std::move(trainer), hello);
+    },
+    [=](const group_spec& g, const trainer_actor& trainer) {
+      auto& s = self->state;
+      auto addr = caf::actor_cast<caf::actor_addr>(trainer);
+      if (g.rank >= s.trainers.size() || !trainer
+          || s.trainers[g.rank].given == addr)
+        return; // its hello came first: watched already
+      // Joining the group can fail before any hello (a rank that never
+      // comes, a checkpoint that is not there): the router must hear of it.
+      self->monitor(trainer);
+      s.trainers[g.rank].given = addr;
+      s.trainers[g.rank].node = g.node;
     },
     [=](const batch_ack& ack) { on_ack(self, ack); },
     [=](done_atom, const worker_actor& worker, const worker_report& report) {

@@ -27,6 +27,7 @@ using clock_type = std::chrono::steady_clock;
 /// One rank of the data-parallel group as the router keeps it.
 struct trainer_slot {
   trainer_actor actor;                   // null until it says hello
+  caf::actor_addr given;                 // given this rank, hello or not
   std::optional<inflight_window> window; // its own, adapting to its acks
   uint64_t heard_ns = 0; // its last credit, ack or `saved`
   bool gpu = false;      // its hello said it has a CUDA blur stage
