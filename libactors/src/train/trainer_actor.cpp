@@ -183,6 +183,21 @@ run_identity identity_of(const run_config& cfg) {
   return id;
 }
 
+// A trainer's cursor: what it trained on, its ledger, its place in its
+// sequence (no model: the caller adds it where it belongs).
+checkpoint cursor_of(const trainer_state& s) {
+  checkpoint c;
+  c.run = s.run;
+  c.step = s.stats.steps;
+  c.done_below = s.consumed.watermark();
+  c.done_ids = s.consumed.sparse();
+  c.ledger_bits = s.ledger->pack();
+  c.delivered = s.ledger->delivered();
+  c.duplicates = s.ledger->duplicates();
+  c.next_seq = s.next_seq;
+  return c;
+}
+
 // Saves model, optimizer and data cursor; false (after quitting with the
 // reason) if it cannot: going on would risk more than stopping.
 bool save_checkpoint(trainer_ptr self, const router_actor& router) {
@@ -193,14 +208,7 @@ bool save_checkpoint(trainer_ptr self, const router_actor& router) {
     self->quit(engine_state.error());
     return false;
   }
-  checkpoint c;
-  c.run = s.run;
-  c.step = s.stats.steps;
-  c.done_below = s.consumed.watermark();
-  c.done_ids = s.consumed.sparse();
-  c.ledger_bits = s.ledger->pack();
-  c.delivered = s.ledger->delivered();
-  c.duplicates = s.ledger->duplicates();
+  auto c = cursor_of(s);
   c.engine_state = std::move(*engine_state);
   if (auto err = write_checkpoint(c, s.checkpoint_dir)) {
     self->quit(err);
@@ -214,21 +222,6 @@ bool save_checkpoint(trainer_ptr self, const router_actor& router) {
                   << ns_between(t0, clock_type::now()) / 1000000 << " ms)"
                   << std::endl;
   return true;
-}
-
-// This rank's cursor: what it trained on, its ledger, its place in its
-// sequence (no model: rank 0 saves that for the group).
-checkpoint cursor_of(const trainer_state& s) {
-  checkpoint c;
-  c.run = s.run;
-  c.step = s.stats.steps;
-  c.done_below = s.consumed.watermark();
-  c.done_ids = s.consumed.sparse();
-  c.ledger_bits = s.ledger->pack();
-  c.delivered = s.ledger->delivered();
-  c.duplicates = s.ledger->duplicates();
-  c.next_seq = s.next_seq;
-  return c;
 }
 
 // A group's checkpoint: every rank's cursor goes to every rank (a gloo
