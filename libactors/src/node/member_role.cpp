@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
+#include <set>
 #include <string_view>
 #include <thread>
 
@@ -145,8 +146,8 @@ start_trainer(caf::actor_system& sys, const run_config& cfg,
   auto trainer = spawn_trainer(sys, cfg, reg, router, pool, index, true);
   if (!trainer)
     return std::move(trainer.error());
-  local.actors.push_back(caf::actor_cast<caf::actor>(*trainer));
   auto fail = [&](const std::string& what, const std::string& why) {
+    caf::anon_send_exit(*trainer, caf::exit_reason::user_shutdown);
     return make_error(errc::run_failure, "trainer: cannot listen " + what
                                            + " on " + cfg.node.cluster.bind
                                            + ": " + why);
@@ -173,6 +174,7 @@ start_trainer(caf::actor_system& sys, const run_config& cfg,
     where.data_port = (*stream)->port();
     local.streams.push_back(std::move(*stream));
   }
+  local.actors.push_back(caf::actor_cast<caf::actor>(*trainer));
   return std::make_pair(std::move(*trainer), std::move(where));
 }
 
@@ -375,10 +377,15 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
     self->monitor(a);
     self->send_exit(a, caf::exit_reason::user_shutdown);
   }
-  size_t alive = local->actors.size();
+  // Trainers are watched twice (since they started, and now): each
+  // counts once.
+  std::set<caf::actor_addr> running;
+  for (auto& a : local->actors)
+    running.insert(a.address());
+  size_t alive = running.size();
   bool waiting = true;
   self->receive_while([&] { return waiting && alive > 0; })(
-    [&](caf::down_msg&) { --alive; },
+    [&](caf::down_msg& msg) { alive -= running.erase(msg.source); },
     [&](shutdown_atom) { return done_atom::value; },
     caf::after(std::chrono::seconds(5)) >> [&] { waiting = false; });
   if (alive > 0)
