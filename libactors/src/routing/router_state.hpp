@@ -115,6 +115,16 @@ void send_leases(router_ptr self, std::vector<lease_order> orders);
 /// Answers `run` if the run is over (router_actor.cpp).
 void maybe_finish(router_ptr self);
 
+/// A trainer said hello (router_trainers.cpp).
+void trainer_joined(router_ptr self, trainer_actor trainer,
+                    const trainer_hello& hello);
+
+/// The trainer of rank `rank` exited (router_trainers.cpp).
+void lose_trainer(router_ptr self, uint32_t rank, const std::string& why);
+
+/// A trainer acknowledged a batch (router_trainers.cpp).
+void on_ack(router_ptr self, const batch_ack& ack);
+
 /// The console's `router` view of the state now (router_console.cpp).
 router_status status_of(router_ptr self);
 

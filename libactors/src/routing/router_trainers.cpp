@@ -1,0 +1,207 @@
+#include <algorithm>
+
+#include <caf/actor_ostream.hpp>
+
+#include "stoker/errors.hpp"
+#include "routing/router_state.hpp"
+
+// The router's trainers: each rank's hello, its acks, and what losing one
+// does to the run (router_actor.cpp is the rest of the router).
+
+namespace stoker::detail {
+
+// A trainer died. A lone one that checkpoints may come back with --resume
+// (the book puts what it had not saved back in the queue, and nothing
+// moves until a trainer says hello); otherwise the run ends with the
+// reason. In a group of several ranks the others cannot step without it:
+// the run ends at once, naming it, before they time out in a collective.
+void lose_trainer(router_ptr self, uint32_t rank, const std::string& why) {
+  auto& st = self->state;
+  auto& slot = st.trainers[rank];
+  if (st.world > 1 && st.scope == router_scope::cluster
+      && st.book.trainer_checkpoints()) {
+    // The group goes back to its last checkpoint: every rank forms it
+    // again (the others are stopped: they would wait in a collective), and
+    // everything the checkpoint does not hold waits for them.
+    for (uint32_t r = 0; r < st.trainers.size(); ++r) {
+      auto& t = st.trainers[r];
+      if (t.actor && r != rank) {
+        st.retired.insert(caf::actor_cast<caf::actor_addr>(t.actor));
+        self->send_exit(t.actor, caf::exit_reason::user_shutdown);
+      }
+      t.actor = nullptr;
+      t.given = caf::actor_addr{};
+      t.window.reset();
+      t.resume_seq = 0;
+    }
+    auto waiting = st.book.lose_trainer(st.now_ns());
+    caf::aout(self) << "router: trainer rank " << rank << " on node '"
+                    << slot.node << "' exited before the run ended"
+                    << (why.empty() ? std::string{} : " (" + why + ")")
+                    << "; the group of " << st.world
+                    << " goes back to its last checkpoint: " << waiting
+                    << " batch(es) wait; waiting up to "
+                    << st.spec.no_worker_timeout.count()
+                    << " ms (cluster.join-timeout) for every rank (start "
+                       "the lost trainer's node again, with --resume)"
+                    << std::endl;
+    return;
+  }
+  if (st.world > 1) {
+    if (!st.failure)
+      st.failure = make_error(
+        errc::run_failure,
+        "trainer rank " + std::to_string(rank) + " on node '" + slot.node
+          + "' exited before the run ended"
+          + (why.empty() ? std::string{} : " (" + why + ")") + "; the other "
+          + std::to_string(st.world - 1)
+          + " rank(s) of the data-parallel group cannot step without it");
+    caf::aout(self) << "router: " << describe(st.failure) << std::endl;
+    return;
+  }
+  auto reason = "the trainer exited before the run ended"
+                + (why.empty() ? std::string{} : ": " + why);
+  if (st.scope == router_scope::local) {
+    // Nothing can restart it in this process (a restarted local run with
+    // --resume continues from its checkpoint).
+    if (!st.failure)
+      st.failure = make_error(errc::run_failure, reason);
+    return;
+  }
+  if (!st.book.trainer_checkpoints()) {
+    if (!st.failure)
+      st.failure = make_error(errc::run_failure, reason);
+    return;
+  }
+  auto waiting = st.book.lose_trainer(st.now_ns());
+  slot.actor = nullptr;
+  slot.given = caf::actor_addr{};
+  slot.window.reset();
+  caf::aout(self) << "router: " << reason << "; " << waiting
+                  << " batch(es) not in its checkpoint wait for it; waiting "
+                     "up to "
+                  << st.spec.no_worker_timeout.count()
+                  << " ms (cluster.join-timeout) for a trainer started with "
+                     "--resume"
+                  << std::endl;
+}
+
+// A trainer said hello: one of each rank, or (a group of one) one
+// restarted with --resume after the first was lost.
+void trainer_joined(router_ptr self, trainer_actor trainer,
+                    const trainer_hello& hello) {
+  auto& st = self->state;
+  if (hello.world != st.world || hello.rank >= st.world) {
+    caf::aout(self) << "router: refused a trainer of node '" << hello.node
+                    << "' as rank " << hello.rank << " of " << hello.world
+                    << "; expected a rank below the group's size "
+                    << st.world << std::endl;
+    self->send_exit(trainer, caf::exit_reason::user_shutdown);
+    return;
+  }
+  auto& slot = st.trainers[hello.rank];
+  if (slot.actor)
+    return; // that rank is taken (a second hello: ignored)
+  if (st.world == 1 && st.book.trainer_lost_at() && !hello.resumed) {
+    // Its empty ledger would count everything trained before as missing,
+    // and its model never saw it: refuse, keep waiting.
+    caf::aout(self) << "router: a trainer joined without --resume after "
+                       "the first one was lost; refused (start it with "
+                       "--resume and the same trainer.checkpoint-dir)"
+                    << std::endl;
+    self->send_exit(trainer, caf::exit_reason::user_shutdown);
+    return;
+  }
+  if (st.world == 1 && st.book.trainer_lost_at())
+    caf::aout(self) << "router: a trainer rejoined from its checkpoint "
+                       "(batches below "
+                    << hello.done_below << " and " << hello.done_ids.size()
+                    << " more trained)" << std::endl;
+  if (st.world == 1)
+    st.book.trainer_joined(hello.checkpoints, hello.done_below,
+                           hello.done_ids);
+  slot.checkpoints = hello.checkpoints;
+  slot.resume_seq = hello.resume_seq;
+  st.book.set_trainer_host(hello.rank, hello.host);
+  slot.gpu = hello.gpu_blur;
+  slot.node = hello.node;
+  slot.host = hello.host;
+  if (st.spec.placement != blur_placement::cpu)
+    caf::aout(self) << "router: pipeline.placement = "
+                    << to_string(st.spec.placement) << "; the trainer "
+                    << (hello.gpu_blur ? "blurs on its GPU"
+                                       : "has no CUDA blur stage: the "
+                                         "workers blur everything")
+                    << std::endl;
+  slot.actor = std::move(trainer);
+  slot.heard_ns = st.now_ns();
+  if (slot.given != caf::actor_cast<caf::actor_addr>(slot.actor))
+    self->monitor(slot.actor); // not watched since its group_spec
+  slot.given = caf::actor_cast<caf::actor_addr>(slot.actor);
+  std::vector<std::string> hosts;
+  for (auto& t : st.trainers)
+    hosts.push_back(t.host);
+  st.table.set_trainer_hosts(std::move(hosts));
+  auto limits = st.limits;
+  limits.min = hello.prefetch;
+  slot.window.emplace(limits);
+  if (st.world > 1) {
+    caf::aout(self) << "router: trainer rank " << hello.rank << " of "
+                    << st.world << " (node '" << hello.node << "') is here"
+                    << (hello.resumed ? " from the group's checkpoint" : "")
+                    << std::endl;
+    if (st.group_complete()) {
+      // Rank 0's checkpoints are the group's (it writes them).
+      std::vector<uint64_t> resume_seq;
+      for (auto& t : st.trainers)
+        resume_seq.push_back(t.resume_seq);
+      st.book.group_joined(st.trainers[0].checkpoints, std::move(resume_seq));
+    }
+  }
+  dispatch(self);
+}
+
+void on_ack(router_ptr self, const batch_ack& ack) {
+  auto& st = self->state;
+  auto now = st.now_ns();
+  if (ack.rank >= st.trainers.size())
+    return; // not of this group
+  auto& slot = st.trainers[ack.rank];
+  slot.heard_ns = now;
+  if (!st.book.ack(ack.batch_id, now))
+    return; // a late answer for a batch acknowledged already
+  if (ack.step_ns > 0) { // trained on (not rejected)
+    // The same weight as the routing table's rates: a few steps settle it.
+    auto mix = [&](double& avg, uint64_t x) {
+      avg = slot.measured ? routing_table::rate_smoothing
+                                * static_cast<double>(x)
+                              + (1.0 - routing_table::rate_smoothing) * avg
+                          : static_cast<double>(x);
+    };
+    mix(slot.period_ns, ack.step_ns + ack.collective_ns);
+    mix(slot.wait_ns, ack.wait_ns);
+    mix(slot.collective_ns, ack.collective_ns);
+    slot.measured = true;
+  }
+  if (st.trace) {
+    auto lane = st.world > 1 ? "trainer " + std::to_string(ack.rank)
+                             : std::string{"trainer"};
+    auto step_start = now - std::min(now, ack.step_ns);
+    st.trace->span(lane, "data wait",
+                   step_start - std::min(step_start, ack.wait_ns),
+                   ack.wait_ns, ack.batch_id);
+    st.trace->span(lane, "step", step_start, ack.step_ns, ack.batch_id);
+  }
+  st.period.wait_ns += ack.wait_ns;
+  st.period.step_ns += ack.step_ns;
+  ++st.period.acks;
+  uint64_t queued = 0;
+  for (auto& w : st.table.workers())
+    queued += w.outstanding_items;
+  if (slot.window)
+    slot.window->on_ack(ack.wait_ns, ack.step_ns, queued, ack.backlog);
+  dispatch(self);
+  maybe_finish(self);
+}
+
+} // namespace stoker::detail

@@ -1,0 +1,116 @@
+#pragma once
+
+// The trainer actor's state, shared by trainer_actor.cpp (batches, steps,
+// phases) and trainer_group.cpp (the data-parallel group and
+// checkpoints). Internal.
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <caf/stateful_actor.hpp>
+
+#include "stoker/actors.hpp"
+#include "stoker/options.hpp"
+#include "core/batch_id_set.hpp"
+#include "kernels/blur.hpp"
+#include "train/checkpoint.hpp"
+#include "train/collective.hpp"
+#include "train/delivery_ledger.hpp"
+#include "train/epoch_gate.hpp"
+#include "train/step_engine.hpp"
+#include "transport/batch_check.hpp"
+#include "transport/buffer_pool.hpp"
+
+namespace stoker::detail {
+
+using clock_type = std::chrono::steady_clock;
+
+inline uint64_t ns_between(clock_type::time_point a, clock_type::time_point b) {
+  return static_cast<uint64_t>(
+    std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
+}
+
+struct trainer_state {
+  std::shared_ptr<step_engine> engine;
+  run_config cfg;    // the run's settings (the group is set up from them)
+  trainer_spec spec; // the learning-rate schedule
+  run_identity run;
+  router_actor router;
+  // Its place in the data-parallel group (a group_spec sets it).
+  group_spec group;
+  bool grouped = false; // the group_spec came: hello sent
+  std::shared_ptr<collective_group> collective; // world > 1
+  // world > 1: batches run strictly in the order of their slot.seq (each
+  // global step is the same step on every rank); those that arrive early
+  // wait here.
+  std::map<uint64_t, image_batch> ahead;
+  uint64_t next_seq = 0;
+  std::string checkpoint_dir; // empty: no checkpoints
+  uint32_t checkpoint_every = 100;
+  std::shared_ptr<buffer_pool> pool; // where batch buffers go back, if set
+  // pipeline.placement gpu|auto: the blur stage of HWC batches, on the GPU.
+  std::shared_ptr<cuda_blur_stage> gpu_blur;
+  blur_params blur;
+  std::optional<delivery_ledger> ledger;
+  batch_expectation expect;
+  trainer_stats stats;
+  // Batch ids trained on: a hedged lease can bring a batch twice.
+  batch_id_set consumed;
+  uint32_t log_every = 100;
+  // Since when the accelerator has had nothing to do.
+  clock_type::time_point idle_since = clock_type::now();
+  // Sums over the steps since the last progress line.
+  uint64_t window_step_ns = 0;
+  uint64_t window_wait_ns = 0;
+  // Per epoch: train(e), test(e), train(e+1); with trainer.eval, batches
+  // ahead of their phase wait in `held`.
+  std::optional<epoch_gate> gate;
+  bool evaluates = false;
+  std::deque<image_batch> held;
+  // Batches that came before the group_spec (none in practice: nothing is
+  // leased before every rank said hello); run once it is here.
+  std::deque<image_batch> early;
+  trainer_hello hello; // said once the group_spec came
+  uint64_t gate_resumed = 0; // training samples trained before a restart
+  // A group's checkpoints: rank 0's trainer.checkpoint-every (0: none),
+  // shared when the group forms so every rank saves at the same steps.
+  uint64_t group_checkpoint_every = 0;
+  // --resume on a node whose checkpoint is missing: an error for a lone
+  // trainer (said at the join), none for a rank of a group (rank 0's
+  // checkpoint has every rank's state).
+  caf::error resume_missing;
+  struct epoch_sums {
+    double loss = 0.0;
+    uint64_t steps = 0;
+    uint64_t correct = 0;
+    uint64_t evaluated = 0;
+  };
+  std::map<uint64_t, epoch_sums> epochs;
+  static constexpr const char* name = "stoker.trainer";
+};
+
+using trainer_ptr = trainer_actor::stateful_pointer<trainer_state>;
+
+/// A trainer's cursor: what it trained on, its ledger, its place in its
+/// sequence (no model: the caller adds it where it belongs).
+checkpoint cursor_of(const trainer_state& s);
+
+/// A lone trainer's checkpoint (model, optimizer, cursor); false (after
+/// quitting with the reason) if it cannot be written.
+bool save_checkpoint(trainer_ptr self, const router_actor& router);
+
+/// A group's checkpoint: every rank's cursor to rank 0, which writes them
+/// with the model; false (after quitting) if it cannot.
+bool save_group_checkpoint(trainer_ptr self, const router_actor& router);
+
+/// Joins the group `g` names (world > 1: blocks the trainer's thread until
+/// every rank is there, and takes rank 0's checkpoint when the group
+/// resumes), then says hello to the router; false after quitting.
+bool join_group(trainer_ptr self, group_spec g);
+
+} // namespace stoker::detail
