@@ -427,7 +427,6 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
         .then(
           [=](group_plan& plan) mutable {
             auto& s2 = self->state;
-            s2.world = world;
             s2.trainers.resize(world);
             s2.summary.samples_expected = plan.samples_expected;
             s2.summary.plan = plan;

@@ -20,7 +20,7 @@ router_status status_of(router_ptr self) {
   out.batch_bytes = s.limits.batch_bytes;
   out.trainer_present = s.group_complete();
   out.paused = s.paused;
-  out.world = s.world;
+  out.world = s.world();
   auto now = s.now_ns();
   for (uint32_t r = 0; r < s.trainers.size(); ++r) {
     auto& t = s.trainers[r];

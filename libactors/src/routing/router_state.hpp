@@ -57,7 +57,6 @@ struct router_state {
   std::vector<worker_actor> workers; // by routing table index
   std::vector<uint64_t> worker_memory; // its machine's, 0: unknown
   std::map<caf::actor_addr, size_t> worker_index;
-  uint32_t world = 1;                 // the group's size (`world`)
   std::vector<trainer_slot> trainers; // by rank
   // Trainers of a group told to stop when another rank was lost: their
   // exits are expected, not failures.
@@ -92,6 +91,11 @@ struct router_state {
 
   /// The summary with the book's and the window's counts in it.
   router_summary current_summary() const;
+
+  /// The group's size (`world`; one until it says otherwise).
+  uint32_t world() const noexcept {
+    return static_cast<uint32_t>(trainers.size());
+  }
 
   /// A trainer of every rank is here (nothing is leased before).
   bool group_complete() const;

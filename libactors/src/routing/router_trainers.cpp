@@ -18,7 +18,7 @@ namespace stoker::detail {
 void lose_trainer(router_ptr self, uint32_t rank, const std::string& why) {
   auto& st = self->state;
   auto& slot = st.trainers[rank];
-  if (st.world > 1 && st.scope == router_scope::cluster
+  if (st.world() > 1 && st.scope == router_scope::cluster
       && st.book.trainer_checkpoints()) {
     // The group goes back to its last checkpoint: every rank forms it
     // again (the others are stopped: they would wait in a collective), and
@@ -38,7 +38,7 @@ void lose_trainer(router_ptr self, uint32_t rank, const std::string& why) {
     caf::aout(self) << "router: trainer rank " << rank << " on node '"
                     << slot.node << "' exited before the run ended"
                     << (why.empty() ? std::string{} : " (" + why + ")")
-                    << "; the group of " << st.world
+                    << "; the group of " << st.world()
                     << " goes back to its last checkpoint: " << waiting
                     << " batch(es) wait; waiting up to "
                     << st.spec.no_worker_timeout.count()
@@ -47,14 +47,14 @@ void lose_trainer(router_ptr self, uint32_t rank, const std::string& why) {
                     << std::endl;
     return;
   }
-  if (st.world > 1) {
+  if (st.world() > 1) {
     if (!st.failure)
       st.failure = make_error(
         errc::run_failure,
         "trainer rank " + std::to_string(rank) + " on node '" + slot.node
           + "' exited before the run ended"
           + (why.empty() ? std::string{} : " (" + why + ")") + "; the other "
-          + std::to_string(st.world - 1)
+          + std::to_string(st.world() - 1)
           + " rank(s) of the data-parallel group cannot step without it");
     caf::aout(self) << "router: " << describe(st.failure) << std::endl;
     return;
@@ -91,18 +91,18 @@ void lose_trainer(router_ptr self, uint32_t rank, const std::string& why) {
 void trainer_joined(router_ptr self, trainer_actor trainer,
                     const trainer_hello& hello) {
   auto& st = self->state;
-  if (hello.world != st.world || hello.rank >= st.world) {
+  if (hello.world != st.world() || hello.rank >= st.world()) {
     caf::aout(self) << "router: refused a trainer of node '" << hello.node
                     << "' as rank " << hello.rank << " of " << hello.world
                     << "; expected a rank below the group's size "
-                    << st.world << std::endl;
+                    << st.world() << std::endl;
     self->send_exit(trainer, caf::exit_reason::user_shutdown);
     return;
   }
   auto& slot = st.trainers[hello.rank];
   if (slot.actor)
     return; // that rank is taken (a second hello: ignored)
-  if (st.world == 1 && st.book.trainer_lost_at() && !hello.resumed) {
+  if (st.world() == 1 && st.book.trainer_lost_at() && !hello.resumed) {
     // Its empty ledger would count everything trained before as missing,
     // and its model never saw it: refuse, keep waiting.
     caf::aout(self) << "router: a trainer joined without --resume after "
@@ -112,12 +112,12 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
     self->send_exit(trainer, caf::exit_reason::user_shutdown);
     return;
   }
-  if (st.world == 1 && st.book.trainer_lost_at())
+  if (st.world() == 1 && st.book.trainer_lost_at())
     caf::aout(self) << "router: a trainer rejoined from its checkpoint "
                        "(batches below "
                     << hello.done_below << " and " << hello.done_ids.size()
                     << " more trained)" << std::endl;
-  if (st.world == 1)
+  if (st.world() == 1)
     st.book.trainer_joined(hello.checkpoints, hello.done_below,
                            hello.done_ids);
   slot.checkpoints = hello.checkpoints;
@@ -145,9 +145,9 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
   auto limits = st.limits;
   limits.min = hello.prefetch;
   slot.window.emplace(limits);
-  if (st.world > 1) {
+  if (st.world() > 1) {
     caf::aout(self) << "router: trainer rank " << hello.rank << " of "
-                    << st.world << " (node '" << hello.node << "') is here"
+                    << st.world() << " (node '" << hello.node << "') is here"
                     << (hello.resumed ? " from the group's checkpoint" : "")
                     << std::endl;
     if (st.group_complete()) {
@@ -184,7 +184,7 @@ void on_ack(router_ptr self, const batch_ack& ack) {
     slot.measured = true;
   }
   if (st.trace) {
-    auto lane = st.world > 1 ? "trainer " + std::to_string(ack.rank)
+    auto lane = st.world() > 1 ? "trainer " + std::to_string(ack.rank)
                              : std::string{"trainer"};
     auto step_start = now - std::min(now, ack.step_ns);
     st.trace->span(lane, "data wait",

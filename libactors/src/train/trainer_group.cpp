@@ -101,6 +101,8 @@ bool save_group_checkpoint(trainer_ptr self, const router_actor& router) {
 // optimizer and its own cursor from it. No checkpoint yet after a lost
 // rank: the group starts over (the router put every item back). False
 // (after quitting with the reason) if it cannot.
+namespace {
+
 bool resume_group(trainer_ptr self) {
   auto& s = self->state;
   std::string mine;
@@ -167,6 +169,8 @@ bool resume_group(trainer_ptr self) {
                   << std::endl;
   return true;
 }
+
+} // namespace
 
 // Joins the group the spec names (world > 1: blocks this trainer's own
 // thread until every rank is there), then says hello to the router with
