@@ -184,8 +184,9 @@ int main(int argc, char** argv) {
       }};
     },
     caf::actor_cast<caf::actor>(self));
+  stoker::stream_security security{std::string(64, 't'), nullptr};
   auto listener = stoker::batch_listener::start(
-    "127.0.0.1", 0, batch.data.size(), pool,
+    "127.0.0.1", 0, batch.data.size(), security, pool,
     [trainer](stoker::image_batch&& b) {
       caf::anon_send(trainer, std::move(b));
     },
@@ -198,7 +199,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto sender = stoker::batch_sender::connect("127.0.0.1",
-                                              (*listener)->port());
+                                              (*listener)->port(), security);
   if (!sender) {
     std::fprintf(stderr, "bench: %s\n",
                  stoker::describe(sender.error()).c_str());

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "stoker/errors.hpp"
+#include "support/dev_certs.hpp"
 #include "data/synthetic_mapper.hpp"
 #include "transport/batch_channel.hpp"
 #include "transport/batch_check.hpp"
@@ -63,10 +64,20 @@ struct inbox {
   }
 };
 
+// Every listener of these tests takes this token (and no TLS unless
+// given).
+const std::string token(64, 'k');
+
+stream_security plain() {
+  return stream_security{token, nullptr, 2s};
+}
+
 std::unique_ptr<batch_listener> listen(inbox& box,
                                        std::shared_ptr<buffer_pool> pool,
-                                       uint64_t max_bytes = 64u << 20) {
-  auto l = batch_listener::start("127.0.0.1", 0, max_bytes, std::move(pool),
+                                       uint64_t max_bytes = 64u << 20,
+                                       stream_security security = plain()) {
+  auto l = batch_listener::start("127.0.0.1", 0, max_bytes,
+                                 std::move(security), std::move(pool),
                                  box.on_batch(), box.on_error());
   BOOST_REQUIRE_MESSAGE(l, (l ? "" : describe(l.error())));
   return std::move(*l);
@@ -84,6 +95,15 @@ int raw_connect(uint16_t port) {
   return fd;
 }
 
+// A raw connection that has said the hello with the right token.
+int raw_connect_with_hello(uint16_t port) {
+  int fd = raw_connect(port);
+  std::string hello = "STKB" + token;
+  BOOST_REQUIRE(::send(fd, hello.data(), hello.size(), 0)
+                == static_cast<ssize_t>(hello.size()));
+  return fd;
+}
+
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -96,7 +116,7 @@ BOOST_AUTO_TEST_CASE(delivers_batches_whole_and_in_order_over_loopback) {
   inbox box;
   auto pool = std::make_shared<buffer_pool>();
   auto listener = listen(box, pool);
-  auto sender = batch_sender::connect("127.0.0.1", listener->port());
+  auto sender = batch_sender::connect("127.0.0.1", listener->port(), plain());
   BOOST_REQUIRE_MESSAGE(sender, (sender ? "" : describe(sender.error())));
   // 8 MB batches: more than a socket buffer takes at once, so the sender
   // must resume partial writes.
@@ -127,7 +147,7 @@ BOOST_AUTO_TEST_CASE(received_buffers_come_from_the_pool) {
   inbox box;
   auto pool = std::make_shared<buffer_pool>();
   auto listener = listen(box, pool);
-  auto sender = batch_sender::connect("127.0.0.1", listener->port());
+  auto sender = batch_sender::connect("127.0.0.1", listener->port(), plain());
   BOOST_REQUIRE(sender);
   BOOST_REQUIRE(!sender->send(sample(1, 2, 32)));
   BOOST_REQUIRE(box.wait([&] { return box.batches.size() == 1; }));
@@ -142,7 +162,7 @@ BOOST_AUTO_TEST_CASE(received_buffers_come_from_the_pool) {
 BOOST_AUTO_TEST_CASE(a_peer_speaking_another_protocol_loses_only_its_stream) {
   inbox box;
   auto listener = listen(box, std::make_shared<buffer_pool>());
-  int fd = raw_connect(listener->port());
+  int fd = raw_connect_with_hello(listener->port());
   const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   BOOST_REQUIRE(::send(fd, junk, sizeof(junk), 0) > 0);
   BOOST_REQUIRE(box.wait([&] { return !box.errors.empty(); }));
@@ -151,7 +171,7 @@ BOOST_AUTO_TEST_CASE(a_peer_speaking_another_protocol_loses_only_its_stream) {
   char byte;
   BOOST_TEST(::recv(fd, &byte, 1, 0) == 0); // the listener closed it
   ::close(fd);
-  auto sender = batch_sender::connect("127.0.0.1", listener->port());
+  auto sender = batch_sender::connect("127.0.0.1", listener->port(), plain());
   BOOST_REQUIRE(sender);
   BOOST_REQUIRE(!sender->send(sample(7, 1, 16)));
   BOOST_REQUIRE(box.wait([&] { return box.batches.size() == 1; }));
@@ -165,7 +185,7 @@ BOOST_AUTO_TEST_CASE(a_frame_cut_short_is_reported_and_not_delivered) {
   encode_frame_head(batch, frame);
   frame.insert(frame.end(), batch.data.begin(),
                batch.data.begin() + batch.data.size() / 2);
-  int fd = raw_connect(listener->port());
+  int fd = raw_connect_with_hello(listener->port());
   BOOST_REQUIRE(::send(fd, frame.data(), frame.size(), 0)
                 == static_cast<ssize_t>(frame.size()));
   ::close(fd);
@@ -180,7 +200,7 @@ BOOST_AUTO_TEST_CASE(a_frame_over_the_limit_is_refused_before_allocating) {
   auto batch = sample(3, 2, 32);
   auto listener = listen(box, std::make_shared<buffer_pool>(),
                          batch.data.size() - 1);
-  auto sender = batch_sender::connect("127.0.0.1", listener->port());
+  auto sender = batch_sender::connect("127.0.0.1", listener->port(), plain());
   BOOST_REQUIRE(sender);
   (void) sender->send(batch); // may or may not fail: the peer closes
   BOOST_REQUIRE(box.wait([&] { return !box.errors.empty(); }));
@@ -194,7 +214,7 @@ BOOST_AUTO_TEST_CASE(connecting_where_nobody_listens_names_the_address) {
     inbox box;
     port = listen(box, std::make_shared<buffer_pool>())->port();
   } // closed again: nobody listens there now
-  auto sender = batch_sender::connect("127.0.0.1", port);
+  auto sender = batch_sender::connect("127.0.0.1", port, plain());
   BOOST_REQUIRE(!sender);
   BOOST_TEST(is(sender.error(), errc::io_failure));
   BOOST_TEST(contains(describe(sender.error()),
@@ -213,6 +233,90 @@ BOOST_AUTO_TEST_CASE(stopping_with_an_idle_peer_connected_does_not_hang) {
   BOOST_TEST(quick);
   ::close(fd);
   BOOST_TEST(box.errors.empty());
+}
+
+BOOST_AUTO_TEST_CASE(frames_without_the_run_token_are_refused_and_counted) {
+  inbox box;
+  auto listener = listen(box, std::make_shared<buffer_pool>());
+  // A stranger who knows the protocol but not the token: a whole, valid
+  // frame after a hello with another token.
+  auto batch = sample(5, 1, 16);
+  std::vector<char> frame;
+  encode_frame_head(batch, frame);
+  frame.insert(frame.end(), batch.data.begin(), batch.data.end());
+  int fd = raw_connect(listener->port());
+  std::string hello = "STKB" + std::string(64, 'x');
+  BOOST_REQUIRE(::send(fd, hello.data(), hello.size(), 0) > 0);
+  (void) ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL);
+  BOOST_REQUIRE(box.wait([&] { return !box.errors.empty(); }));
+  BOOST_TEST(contains(box.errors[0], "lacks this run's stream token"),
+             box.errors[0]);
+  ::close(fd);
+  // No hello at all: the frame itself is taken for a bad hello.
+  fd = raw_connect(listener->port());
+  (void) ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL);
+  BOOST_REQUIRE(box.wait([&] { return box.errors.size() == 2; }));
+  ::close(fd);
+  BOOST_TEST(listener->refused() == 2u);
+  BOOST_TEST(box.batches.empty());
+  // The run's own workers go on.
+  auto sender = batch_sender::connect("127.0.0.1", listener->port(), plain());
+  BOOST_REQUIRE(sender);
+  BOOST_REQUIRE(!sender->send(sample(6, 1, 16)));
+  BOOST_REQUIRE(box.wait([&] { return box.batches.size() == 1; }));
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_peer_is_dropped_after_the_handshake_timeout) {
+  inbox box;
+  auto listener = listen(box, std::make_shared<buffer_pool>());
+  int fd = raw_connect(listener->port()); // says nothing
+  BOOST_REQUIRE(box.wait([&] { return !box.errors.empty(); }));
+  BOOST_TEST(contains(box.errors[0], "no hello within"), box.errors[0]);
+  ::close(fd);
+}
+
+BOOST_AUTO_TEST_CASE(delivers_batches_over_mutual_tls) {
+  auto& certs = test::dev_certs();
+  inbox box;
+  auto listener = listen(box, std::make_shared<buffer_pool>(), 64u << 20,
+                         {token, test::tls_of(certs.cluster, "trainer-0"),
+                          2s});
+  auto sender = batch_sender::connect(
+    "127.0.0.1", listener->port(),
+    {token, test::tls_of(certs.cluster, "worker-a"), 2s});
+  BOOST_REQUIRE_MESSAGE(sender, (sender ? "" : describe(sender.error())));
+  std::vector<image_batch> sent{sample(1, 14, 224), sample(2, 3, 64)};
+  for (auto& b : sent)
+    BOOST_REQUIRE(!sender->send(b));
+  BOOST_REQUIRE(box.wait([&] { return box.batches.size() == sent.size(); }));
+  for (size_t i = 0; i < sent.size(); ++i)
+    BOOST_TEST((box.batches[i].data == sent[i].data));
+  BOOST_TEST(box.errors.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_tls_stream_needs_a_certificate_of_the_cluster_ca) {
+  auto& certs = test::dev_certs();
+  inbox box;
+  auto listener = listen(box, std::make_shared<buffer_pool>(), 64u << 20,
+                         {token, test::tls_of(certs.cluster, "trainer-0"),
+                          2s});
+  // Another CA: both ends say why.
+  auto stranger = batch_sender::connect(
+    "127.0.0.1", listener->port(),
+    {token, test::tls_of(certs.other, "worker-x"), 2s});
+  BOOST_REQUIRE(!stranger);
+  BOOST_TEST(contains(describe(stranger.error()), "not valid for this "
+                                                  "cluster's CA"),
+             describe(stranger.error()));
+  BOOST_REQUIRE(box.wait([&] { return !box.errors.empty(); }));
+  BOOST_TEST(contains(box.errors[0], "refused"), box.errors[0]);
+  // Plain TCP with the right token: not TLS.
+  int fd = raw_connect_with_hello(listener->port());
+  BOOST_REQUIRE(box.wait([&] { return box.errors.size() == 2; }));
+  BOOST_TEST(contains(box.errors[1], "not TLS"), box.errors[1]);
+  ::close(fd);
+  BOOST_TEST(listener->refused() == 2u);
+  BOOST_TEST(box.batches.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

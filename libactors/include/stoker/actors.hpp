@@ -68,11 +68,13 @@ struct batch_route {
   trainer_actor trainer;
   std::string host;
   uint16_t port = 0;
+  std::string token; ///< the stream's per-run token (its hello carries it)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batch_route& x) {
-  return f(caf::meta::type_name("batch_route"), x.trainer, x.host, x.port);
+  return f(caf::meta::type_name("batch_route"), x.trainer, x.host, x.port,
+           x.token);
 }
 
 /// A CPU worker: makes the batch of each leased work item (its node's
@@ -202,6 +204,9 @@ struct trainer_endpoint {
   std::string host;
   uint16_t port = 0;      ///< the trainer actor, published through CAF
   uint16_t data_port = 0; ///< its batch stream; 0 = batches as CAF messages
+  /// What a batch stream's hello must carry: a random secret per run,
+  /// handed to workers over CAF (so a stranger cannot inject batches).
+  std::string stream_token;
 };
 
 /// What a node says when it joins.
@@ -249,7 +254,7 @@ struct roster {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_endpoint& x) {
   return f(caf::meta::type_name("trainer_endpoint"), x.node, x.index, x.host,
-           x.port, x.data_port);
+           x.port, x.data_port, x.stream_token);
 }
 
 template <class Inspector>

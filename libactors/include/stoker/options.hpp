@@ -399,6 +399,31 @@ struct cluster_spec {
   /// what tools/launch-cluster starts.
   std::vector<node_spec> nodes;
   std::string port_file; ///< the head writes its port here once listening
+  /// Listening beyond loopback without TLS is refused unless this is set
+  /// (then every node says once that the cluster is unauthenticated).
+  bool insecure = false;
+  /// A CAF (BASP) message declaring a larger payload closes its connection
+  /// at the node's gate, before CAF allocates for it.
+  uint64_t max_message_bytes = uint64_t{256} << 20;
+};
+
+/// Mutual TLS between nodes (`tls.*`, this node's own files): every CAF
+/// connection, every batch stream and the TCP console. Empty certificate
+/// and dir: no TLS.
+struct tls_spec {
+  std::string certificate; ///< PEM: this node's certificate (chain)
+  std::string key;         ///< PEM: its private key
+  std::string ca_file;     ///< PEM: the cluster's CA; peers must be signed by it
+  std::string passphrase;  ///< the key's passphrase, if it is encrypted
+  /// A directory from tools/make-certs: ca.pem, NAME.pem, NAME.key for
+  /// this node's name (fills the three files that are not set).
+  std::string dir;
+
+  /// Whether TLS is configured (the files are checked when loaded).
+  bool enabled() const noexcept {
+    return !certificate.empty() || !key.empty() || !ca_file.empty()
+           || !dir.empty();
+  }
 };
 
 /// How the router leases work (`router.*`).
@@ -451,6 +476,7 @@ struct node_options {
   /// machine are local (router.policy local-only, tie-breaks).
   std::string host;
   cluster_spec cluster;
+  tls_spec tls;         ///< this node's certificate, key and the cluster's CA
   console_spec console; ///< the head's or local node's consoles
   std::string report_path; ///< empty: no JSON report
   bool resume = false; ///< the trainer continues from its last checkpoint

@@ -102,6 +102,34 @@ std::vector<option_decl> make_table() {
     .text("port-file", node_at<&N::cluster, &cluster_spec::port_file>,
           "the head writes its port here once listening")
     .shown_default("none")
+    .boolean("insecure", node_at<&N::cluster, &cluster_spec::insecure>,
+             "allow listening beyond loopback without TLS (no "
+             "authentication: anyone who reaches the ports can join)")
+    .integer("max-message-bytes",
+             node_at<&N::cluster, &cluster_spec::max_message_bytes>, 1 << 20,
+             i64_max,
+             "a CAF message declaring more payload than this closes its "
+             "connection (before CAF allocates for it)")
+    // -- tls
+    .section("tls")
+    .text("certificate", node_at<&N::tls, &tls_spec::certificate>,
+          "PEM file: this node's certificate; set with tls.key and "
+          "tls.ca-file for mutual TLS on every connection")
+    .shown_default("none")
+    .text("key", node_at<&N::tls, &tls_spec::key>,
+          "PEM file: this node's private key")
+    .shown_default("none")
+    .text("ca-file", node_at<&N::tls, &tls_spec::ca_file>,
+          "PEM file: the cluster's CA; every peer needs a certificate it "
+          "signed")
+    .shown_default("none")
+    .text("passphrase", node_at<&N::tls, &tls_spec::passphrase>,
+          "the passphrase of an encrypted tls.key")
+    .shown_default("none")
+    .text("dir", node_at<&N::tls, &tls_spec::dir>,
+          "a directory from tools/make-certs: ca.pem, NAME.pem and NAME.key "
+          "for this node.name")
+    .shown_default("none")
     // -- pipeline
     .section("pipeline")
     .integer("seed", pipe_at<&P::source, &source_spec::seed>, 0, i64_max,

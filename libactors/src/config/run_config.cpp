@@ -44,6 +44,25 @@ caf::error check_across_keys(const run_config& cfg,
     return bad("console.bind = \"" + node.console.bind
                + "\" reaches beyond this machine; expected console.token to "
                  "be set as well");
+  // Nothing listens beyond loopback unauthenticated unless asked for.
+  bool listens = node.role == role_kind::head
+                 || node.role == role_kind::trainer;
+  auto unprotected = [&](const std::string& key, const std::string& bind) {
+    return bad(key + " = \"" + bind
+               + "\" reaches beyond this machine, and TLS is not configured; "
+                 "expected tls.certificate, tls.key and tls.ca-file (or "
+                 "tls.dir; tools/make-certs makes them), or cluster.insecure "
+                 "= true to run unauthenticated (docs/security.md)");
+  };
+  if (!node.tls.enabled() && !node.cluster.insecure) {
+    if (listens && !is_loopback(node.cluster.bind))
+      return unprotected("cluster.bind", node.cluster.bind);
+    bool console = node.console.port != 0
+                   && (node.role == role_kind::head
+                       || node.role == role_kind::local);
+    if (console && !is_loopback(node.console.bind))
+      return unprotected("console.bind", node.console.bind);
+  }
   if (p.blur.kernel_size % 2 == 0)
     return bad("pipeline.blur-kernel = " + std::to_string(p.blur.kernel_size)
                + ": expected an odd kernel size (as GaussianBlur requires)");

@@ -6,7 +6,7 @@
 
 #include "stoker/errors.hpp"
 #include "console/console_session.hpp"
-#include "transport/tcp_listen.hpp"
+#include "transport/sockets.hpp"
 
 namespace stoker {
 

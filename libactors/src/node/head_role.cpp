@@ -6,13 +6,13 @@
 #include <iostream>
 #include <tuple>
 
-#include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "stoker/errors.hpp"
 #include "console/node_consoles.hpp"
 #include "data/epoch_source.hpp"
 #include "node/membership_actor.hpp"
+#include "node/node_links.hpp"
 #include "node/run_outcome.hpp"
 #include "routing/router_actor.hpp"
 #include "routing/source_actor.hpp"
@@ -119,7 +119,8 @@ form_group(caf::scoped_actor& self, const run_config& cfg,
 
 } // namespace
 
-int head_role_main(caf::actor_system& sys, const run_config& cfg) {
+int head_role_main(caf::actor_system& sys, const run_config& cfg,
+                   node_links& links) {
   print_banner(cfg);
   epoch_source plan{cfg.pipeline.source};
   auto source = spawn_source(sys, cfg.pipeline.source);
@@ -136,10 +137,10 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg) {
       self->send_exit(a, caf::exit_reason::user_shutdown);
   };
   auto& c = cfg.node.cluster;
-  auto port = sys.middleman().publish(front_door, c.port, c.bind.c_str());
+  auto port = links.publish(sys, front_door, c.bind, c.port,
+                            "the cluster port");
   if (!port) {
-    std::cerr << "stoker-node: cannot listen on " << c.bind << ":" << c.port
-              << ": " << sys.render(port.error())
+    std::cerr << "stoker-node: " << describe(port.error())
               << "; expected a free port (cluster.port) and a local address "
                  "(cluster.bind)"
               << std::endl;

@@ -15,6 +15,7 @@
 #include "stoker/registry.hpp"
 #include "core/machine.hpp"
 #include "core/peak_rss.hpp"
+#include "node/node_links.hpp"
 #include "node/prepare_run.hpp"
 #include "train/step_engine.hpp"
 #include "train/trainer_actor.hpp"
@@ -24,16 +25,19 @@
 namespace stoker {
 
 caf::expected<membership_actor> connect_to_head(caf::actor_system& sys,
-                                                const cluster_spec& cfg) {
+                                                const cluster_spec& cfg,
+                                                node_links& links) {
   using namespace std::chrono;
   auto deadline = steady_clock::now() + cfg.connect_timeout;
   milliseconds delay{100};
   std::string last;
   for (;;) {
-    auto head = sys.middleman().remote_actor<membership_actor>(
-      cfg.head_host, cfg.head_port);
+    auto head = links.connect<membership_actor>(sys, cfg.head_host,
+                                                cfg.head_port, "the head");
     if (head)
       return head;
+    if (is(head.error(), errc::run_failure))
+      return std::move(head.error()); // TLS said no: retrying cannot help
     if (head.error() == caf::sec::incompatible_application_ids)
       return make_error(errc::run_failure,
                         "the head at " + cfg.head_host + ":"
@@ -41,7 +45,12 @@ caf::expected<membership_actor> connect_to_head(caf::actor_system& sys,
                           + " runs another Stoker release (or is another "
                             "CAF application); expected stoker " STOKER_VERSION
                             " on every node");
-    last = sys.render(head.error());
+    last = describe(head.error());
+    if (!links.tls()
+        && head.error() == caf::sec::disconnect_during_handshake)
+      last += " (a head with TLS configured closes plain connections: if "
+              "it has, set tls.certificate, tls.key and tls.ca-file, or "
+              "tls.dir, here too)";
     if (steady_clock::now() + delay > deadline)
       break;
     std::this_thread::sleep_for(delay);
@@ -97,18 +106,21 @@ struct local_part {
 caf::expected<local_part>
 start_workers(caf::actor_system& sys, caf::scoped_actor& self,
               const run_config& cfg, const welcome& w,
-              const membership_actor& head, const registry& reg) {
+              const membership_actor& head, const registry& reg,
+              node_links& links) {
   local_part local;
   std::vector<batch_route> routes;
   for (auto& t : w.trainers) {
-    auto direct = sys.middleman().remote_actor<trainer_actor>(t.host, t.port);
+    auto direct = links.connect<trainer_actor>(sys, t.host, t.port,
+                                               "trainer '" + t.node + "'");
     if (!direct)
       return make_error(errc::run_failure,
                         "cannot reach trainer '" + t.node + "' at " + t.host
                           + ":" + std::to_string(t.port) + ": "
-                          + sys.render(direct.error()));
+                          + describe(direct.error()));
     if (t.data_port != 0)
-      routes.push_back(batch_route{*direct, t.host, t.data_port});
+      routes.push_back(
+        batch_route{*direct, t.host, t.data_port, t.stream_token});
   }
   // This node's view of the files must be the head's (shared storage).
   // Buffers come back once a batch is on its stream (not after one sent
@@ -120,6 +132,8 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
                                            + "': "
                                            + describe(common.error()));
   common->routes = routes;
+  common->tls = links.tls();
+  common->handshake_timeout = cfg.node.cluster.connect_timeout;
   common->stopping = local.stopping;
   std::vector<worker_actor> workers;
   for (uint32_t i = 0; i < cfg.node.workers; ++i) {
@@ -138,7 +152,7 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
 caf::expected<std::pair<trainer_actor, trainer_endpoint>>
 start_trainer(caf::actor_system& sys, const run_config& cfg,
               const router_actor& router, const registry& reg,
-              uint32_t index, local_part& local) {
+              uint32_t index, local_part& local, node_links& links) {
   auto pool = std::make_shared<buffer_pool>(cfg.pipeline.trainer.prefetch
                                             + 4);
   // --resume without a checkpoint here is fine for a rank of a group
@@ -152,10 +166,10 @@ start_trainer(caf::actor_system& sys, const run_config& cfg,
                                            + " on " + cfg.node.cluster.bind
                                            + ": " + why);
   };
-  auto port = sys.middleman().publish(*trainer, 0,
-                                      cfg.node.cluster.bind.c_str());
+  auto port = links.publish(sys, *trainer, cfg.node.cluster.bind, 0,
+                            "trainer " + std::to_string(index) + "'s port");
   if (!port)
-    return fail("for actors", sys.render(port.error()));
+    return fail("for actors", describe(port.error()));
   trainer_endpoint where;
   where.node = cfg.node.name;
   where.index = index;
@@ -163,8 +177,14 @@ start_trainer(caf::actor_system& sys, const run_config& cfg,
   where.port = *port;
   if (cfg.pipeline.transport.batch_stream) {
     // The largest frame a worker may send: a full batch of float32.
+    auto token = random_token();
+    if (!token)
+      return fail("for batch streams", describe(token.error()));
+    where.stream_token = *token;
     auto stream = batch_listener::start(
-      cfg.node.cluster.bind, 0, batch_float_bytes(cfg.pipeline), pool,
+      cfg.node.cluster.bind, 0, batch_float_bytes(cfg.pipeline),
+      stream_security{*token, links.tls(), cfg.node.cluster.connect_timeout},
+      pool,
       [t = *trainer](image_batch&& b) { caf::anon_send(t, std::move(b)); },
       [](const std::string& what) {
         std::cerr << "stoker-node: " << what << std::endl;
@@ -185,13 +205,14 @@ start_trainer(caf::actor_system& sys, const run_config& cfg,
 caf::expected<local_part>
 start_trainers(caf::actor_system& sys, caf::scoped_actor& self,
                const run_config& cfg, const welcome& w,
-               const membership_actor& head, const registry& reg) {
+               const membership_actor& head, const registry& reg,
+               node_links& links) {
   local_part local;
   std::vector<trainer_actor> trainers;
   std::vector<trainer_endpoint> places;
   auto count = trainers_on_node(cfg.node.trainer);
   for (uint32_t i = 0; i < count; ++i) {
-    auto started = start_trainer(sys, cfg, w.router, reg, i, local);
+    auto started = start_trainer(sys, cfg, w.router, reg, i, local, links);
     if (!started) {
       for (auto& a : local.actors)
         self->send_exit(a, caf::exit_reason::user_shutdown);
@@ -210,7 +231,7 @@ start_trainers(caf::actor_system& sys, caf::scoped_actor& self,
 } // namespace
 
 int member_role_main(caf::actor_system& sys, const run_config& cfg,
-                     const registry& reg) {
+                     const registry& reg, node_links& links) {
   auto& c = cfg.node.cluster;
   std::cout << "stoker-node: role " << to_string(cfg.node.role) << ", node "
             << cfg.node.name << ", head " << c.head_host << ":" << c.head_port
@@ -219,7 +240,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
     std::cout << "stoker-node: console.* ignored: the console runs on the "
                  "head (attach to it there)"
               << std::endl;
-  auto head = connect_to_head(sys, c);
+  auto head = connect_to_head(sys, c, links);
   if (!head) {
     std::cerr << "stoker-node: " << describe(head.error()) << std::endl;
     return 1;
@@ -260,8 +281,9 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   // From here on this node runs the head's pipeline with its own settings.
   run_config mine{cfg.node, std::move(hello->pipeline)};
   note_caf_batches(mine);
-  auto local = worker ? start_workers(sys, self, mine, *hello, *head, reg)
-                      : start_trainers(sys, self, mine, *hello, *head, reg);
+  auto local = worker
+                 ? start_workers(sys, self, mine, *hello, *head, reg, links)
+                 : start_trainers(sys, self, mine, *hello, *head, reg, links);
   if (!local) {
     std::cerr << "stoker-node: " << describe(local.error()) << std::endl;
     return 1;
@@ -290,17 +312,18 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
       [&](trainer_endpoint& t) {
         // A trainer joined after this worker node: connect, and give every
         // local worker its batch stream.
-        auto direct = sys.middleman().remote_actor<trainer_actor>(t.host,
-                                                                  t.port);
+        auto direct = links.connect<trainer_actor>(sys, t.host, t.port,
+                                                   "trainer '" + t.node + "'");
         if (!direct) {
           std::cerr << "stoker-node: cannot reach trainer '" << t.node
                     << "' at " << t.host << ":" << t.port << ": "
-                    << sys.render(direct.error()) << std::endl;
+                    << describe(direct.error()) << std::endl;
           return;
         }
         if (t.data_port != 0)
           for (auto& a : local->actors)
-            self->send(a, batch_route{*direct, t.host, t.data_port});
+            self->send(a, batch_route{*direct, t.host, t.data_port,
+                                      t.stream_token});
       },
       [&](caf::down_msg& msg) {
         if (msg.source == caf::actor_cast<caf::actor_addr>(*head)) {
@@ -343,7 +366,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
         auto again = mine;
         again.node.resume = false; // the group's rank 0 sends the state
         auto started = start_trainer(sys, again, hello->router, reg, index,
-                                     *local);
+                                     *local, links);
         if (!started) {
           std::cerr << "stoker-node: cannot start trainer " << cfg.node.name
                     << "/" << index << " again: "

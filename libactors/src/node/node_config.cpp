@@ -26,6 +26,13 @@ bool is_caf_section(const std::string& name) {
   return false;
 }
 
+// CAF's OpenSSL module is not loaded: its keys would be ignored, and a
+// node would run without the TLS its user asked for.
+constexpr const char* openssl_refusal
+  = "the [openssl] keys are CAF's OpenSSL module, which Stoker does not use "
+    "(docs/security.md); expected certificate, key, ca-file and passphrase "
+    "under [tls] (or --tls.certificate=... on the command line)";
+
 // CAF's command line only turns a boolean on (`--pipeline.shuffle`); we also
 // take `--pipeline.shuffle=false`. Moves such flags from `args` to `flags`,
 // the rest to `caf_args`.
@@ -111,6 +118,8 @@ caf::error check_config_keys(const caf::settings& raw,
         return err;
       continue;
     }
+    if (section == "openssl")
+      return make_error(errc::invalid_config, file + ": " + openssl_refusal);
     if (is_caf_section(section))
       continue; // CAF checks its own sections
     for (auto& [key, v] : *dict)
@@ -147,6 +156,10 @@ node_config::load(const std::vector<std::string>& args, const registry& reg) {
     else
       expanded.push_back(arg);
   }
+  for (auto& arg : expanded)
+    if (arg.compare(0, 10, "--openssl.") == 0)
+      return make_error(errc::invalid_config,
+                        "command line: " + arg + ": " + openssl_refusal);
   std::vector<std::string> caf_args;
   std::vector<std::pair<std::string, bool>> flags;
   if (auto err = split_boolean_flags(expanded, custom_options_, caf_args,

@@ -9,6 +9,7 @@
 #include "stoker/errors.hpp"
 #include "node/local_role.hpp"
 #include "node/node_config.hpp"
+#include "node/node_links.hpp"
 #include "node/roles.hpp"
 
 namespace stoker {
@@ -38,13 +39,19 @@ int run_node(int argc, char** argv, const registry& reg) {
                 << node.workers << '\n';
     return 0;
   }
+  // Before the actor system, so it outlives every CAF connection.
+  auto links = node_links::open(run.node);
+  if (!links) {
+    std::cerr << program << ": " << describe(links.error()) << std::endl;
+    return 2;
+  }
   caf::actor_system sys{cfg};
   switch (run.node.role) {
     case role_kind::head:
-      return head_role_main(sys, run);
+      return head_role_main(sys, run, **links);
     case role_kind::worker:
     case role_kind::trainer:
-      return member_role_main(sys, run, reg);
+      return member_role_main(sys, run, reg, **links);
     case role_kind::local:
       break;
   }

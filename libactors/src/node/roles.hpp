@@ -13,25 +13,29 @@
 
 namespace stoker {
 
+class node_links;
 class registry;
 
-/// Connects to the head at cfg.cluster.head_host:head_port, retrying with
-/// back-off (100 ms doubling to 1 s) until cfg.cluster.connect_timeout.
-/// The error names the address, the time waited and the last failure.
+/// Connects to the head at cfg.cluster.head_host:head_port (through
+/// `links`), retrying with back-off (100 ms doubling to 1 s) until
+/// cfg.cluster.connect_timeout. The error names the address, the time
+/// waited and the last failure; a TLS refusal ends it at once.
 caf::expected<membership_actor> connect_to_head(caf::actor_system& sys,
-                                                const cluster_spec& cfg);
+                                                const cluster_spec& cfg,
+                                                node_links& links);
 
 /// `stoker-node --role=head`: publishes the membership actor, waits for the
 /// expected nodes, runs the job, reports, tells every node to exit.
 /// Returns the process exit code.
-int head_role_main(caf::actor_system& sys, const run_config& cfg);
+int head_role_main(caf::actor_system& sys, const run_config& cfg,
+                   node_links& links);
 
 /// `stoker-node --role=worker` or `--role=trainer`: joins the head, runs
 /// its actors until the head says `shutdown`. Refuses to join (exit 1,
 /// naming the entry) when the head's pipeline names a source, transform
 /// or model `reg` lacks. Returns the exit code.
 int member_role_main(caf::actor_system& sys, const run_config& cfg,
-                     const registry& reg);
+                     const registry& reg, node_links& links);
 
 /// Bounds the process's remaining lifetime: if it has not exited within
 /// `limit` (e.g. because the actor system's shutdown waits on a network peer

@@ -1,19 +1,15 @@
 #include "transport/batch_channel.hpp"
 
-#include <arpa/inet.h>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "stoker/errors.hpp"
 #include "transport/batch_frame.hpp"
-#include "transport/tcp_listen.hpp"
+#include "transport/sockets.hpp"
 
 namespace stoker {
 
@@ -23,34 +19,9 @@ std::string system_reason(int code) {
   return std::strerror(code);
 }
 
-std::string address_of(const sockaddr* addr) {
-  char text[INET6_ADDRSTRLEN] = "?";
-  uint16_t port = 0;
-  if (addr->sa_family == AF_INET) {
-    auto* in = reinterpret_cast<const sockaddr_in*>(addr);
-    inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
-    port = ntohs(in->sin_port);
-  } else if (addr->sa_family == AF_INET6) {
-    auto* in = reinterpret_cast<const sockaddr_in6*>(addr);
-    inet_ntop(AF_INET6, &in->sin6_addr, text, sizeof(text));
-    port = ntohs(in->sin6_port);
-  }
-  return std::string{text} + ":" + std::to_string(port);
-}
-
-using addrinfo_ptr = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
-
-caf::expected<addrinfo_ptr> resolve(const std::string& host, uint16_t port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  auto service = std::to_string(port);
-  if (auto rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found))
-    return make_error(errc::io_failure, "cannot resolve '" + host
-                                          + "': " + gai_strerror(rc));
-  return addrinfo_ptr{found, &freeaddrinfo};
-}
+// A stream's first bytes: this magic, then the listener's token.
+constexpr char hello_magic[4] = {'S', 'T', 'K', 'B'};
+constexpr size_t token_chars = 64;
 
 enum class read_result { ok, end_of_stream, failed };
 
@@ -83,8 +54,10 @@ batch_sender::batch_sender(int fd, std::string peer)
 batch_sender::batch_sender(batch_sender&& other) noexcept
   : fd_(other.fd_),
     peer_(std::move(other.peer_)),
+    tls_(std::move(other.tls_)),
     head_(std::move(other.head_)) {
   other.fd_ = -1;
+  other.tls_.reset();
 }
 
 batch_sender& batch_sender::operator=(batch_sender&& other) noexcept {
@@ -94,40 +67,55 @@ batch_sender& batch_sender::operator=(batch_sender&& other) noexcept {
     fd_ = other.fd_;
     other.fd_ = -1;
     peer_ = std::move(other.peer_);
+    tls_ = std::move(other.tls_);
+    other.tls_.reset();
     head_ = std::move(other.head_);
   }
   return *this;
 }
 
 batch_sender::~batch_sender() {
+  tls_.reset(); // before the socket it runs on
   if (fd_ >= 0)
     ::close(fd_);
 }
 
-caf::expected<batch_sender> batch_sender::connect(const std::string& host,
-                                                  uint16_t port) {
-  auto where = host + ":" + std::to_string(port);
-  auto addrs = resolve(host, port);
-  if (!addrs)
-    return std::move(addrs.error());
-  std::string last = "no address";
-  for (auto* a = addrs->get(); a != nullptr; a = a->ai_next) {
-    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
-                      a->ai_protocol);
-    if (fd < 0) {
-      last = system_reason(errno);
-      continue;
-    }
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-      int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      return batch_sender{fd, where};
-    }
-    last = system_reason(errno);
-    ::close(fd);
+caf::error batch_sender::fail(const std::string& what,
+                              const std::string& why) {
+  tls_.reset();
+  ::close(fd_);
+  fd_ = -1;
+  return make_error(errc::io_failure,
+                    "batch stream to " + peer_ + ": " + what + ": " + why);
+}
+
+caf::expected<batch_sender>
+batch_sender::connect(const std::string& host, uint16_t port,
+                      const stream_security& security) {
+  auto fd = detail::tcp_connect(host, port, "a batch stream");
+  if (!fd)
+    return std::move(fd.error());
+  batch_sender result{*fd, host + ":" + std::to_string(port)};
+  if (security.tls) {
+    auto stream = tls_stream::connect(*fd, *security.tls,
+                                      security.handshake_timeout);
+    if (!stream)
+      return result.fail("refused over TLS", describe(stream.error()));
+    result.tls_.emplace(std::move(*stream));
   }
-  return make_error(errc::io_failure, "cannot open a batch stream to " + where
-                                        + ": " + last);
+  std::string hello{hello_magic, sizeof(hello_magic)};
+  hello += security.token;
+  hello.resize(sizeof(hello_magic) + token_chars, '\0');
+  caf::error err;
+  if (result.tls_) {
+    err = result.tls_->write_all(hello.data(), hello.size());
+  } else if (::send(*fd, hello.data(), hello.size(), MSG_NOSIGNAL)
+             != static_cast<ssize_t>(hello.size())) {
+    err = make_error(errc::io_failure, system_reason(errno));
+  }
+  if (err)
+    return result.fail("cannot send its hello", describe(err));
+  return result;
 }
 
 caf::error batch_sender::send(const image_batch& batch) {
@@ -135,6 +123,15 @@ caf::error batch_sender::send(const image_batch& batch) {
     return make_error(errc::io_failure,
                       "batch stream to " + peer_ + " is closed");
   encode_frame_head(batch, head_);
+  if (tls_) {
+    auto err = tls_->write_all(head_.data(), head_.size());
+    if (!err)
+      err = tls_->write_all(batch.data.data(), batch.data.size());
+    if (err)
+      return fail("cannot send batch " + std::to_string(batch.batch_id),
+                  describe(err));
+    return caf::none;
+  }
   iovec parts[2];
   parts[0].iov_base = head_.data();
   parts[0].iov_len = head_.size();
@@ -173,12 +170,15 @@ caf::error batch_sender::send(const image_batch& batch) {
 
 // -- batch_listener -----------------------------------------------------------
 
-batch_listener::batch_listener(private_tag, int fd, uint16_t port, uint64_t max_data_bytes,
+batch_listener::batch_listener(private_tag, int fd, uint16_t port,
+                               uint64_t max_data_bytes,
+                               stream_security security,
                                std::shared_ptr<buffer_pool> pool,
                                batch_handler on_batch, error_handler on_error)
   : fd_(fd),
     port_(port),
     max_data_bytes_(max_data_bytes),
+    security_(std::move(security)),
     pool_(std::move(pool)),
     on_batch_(std::move(on_batch)),
     on_error_(std::move(on_error)) {
@@ -187,15 +187,21 @@ batch_listener::batch_listener(private_tag, int fd, uint16_t port, uint64_t max_
 
 caf::expected<std::unique_ptr<batch_listener>>
 batch_listener::start(const std::string& bind, uint16_t port,
-                      uint64_t max_data_bytes,
+                      uint64_t max_data_bytes, stream_security security,
                       std::shared_ptr<buffer_pool> pool,
                       batch_handler on_batch, error_handler on_error) {
+  if (security.token.size() != token_chars)
+    return make_error(errc::invalid_config,
+                      "batch listener: expected a token of "
+                        + std::to_string(token_chars) + " characters, got "
+                        + std::to_string(security.token.size()));
   auto socket = detail::tcp_listen(bind, port, "batch streams");
   if (!socket)
     return std::move(socket.error());
   auto result = std::make_unique<batch_listener>(
-    private_tag{}, socket->fd, socket->port, max_data_bytes, std::move(pool),
-    std::move(on_batch), std::move(on_error));
+    private_tag{}, socket->fd, socket->port, max_data_bytes,
+    std::move(security), std::move(pool), std::move(on_batch),
+    std::move(on_error));
   result->acceptor_ = std::thread{[self = result.get()] {
     self->accept_loop();
   }};
@@ -219,10 +225,8 @@ batch_listener::~batch_listener() {
 
 void batch_listener::accept_loop() {
   while (!stopping_) {
-    sockaddr_storage from{};
-    socklen_t len = sizeof(from);
-    int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&from), &len,
-                       SOCK_CLOEXEC);
+    std::string peer;
+    int fd = detail::tcp_accept(fd_, peer);
     if (fd < 0) {
       if (stopping_)
         return;
@@ -234,7 +238,6 @@ void batch_listener::accept_loop() {
       }
       continue; // EINTR, ECONNABORTED and friends: the next one
     }
-    auto peer = address_of(reinterpret_cast<sockaddr*>(&from));
     std::lock_guard<std::mutex> guard{streams_mutex_};
     // Reap streams that ended, so a stream of short-lived peers cannot
     // pile up threads.
@@ -266,8 +269,54 @@ void batch_listener::read_loop(stream& s, const std::string& peer) {
     ::shutdown(s.fd, SHUT_RDWR);
     s.done = true;
   };
+  auto refuse = [&](const std::string& why) {
+    ++refused_;
+    fail("refused: " + why);
+  };
+  // Who is there: TLS (a certificate of the cluster's CA), then the hello
+  // with this run's token, within the handshake timeout.
+  auto deadline = std::chrono::steady_clock::now()
+                  + security_.handshake_timeout;
+  std::optional<tls_stream> tls;
+  if (security_.tls) {
+    auto accepted = tls_stream::accept(s.fd, *security_.tls,
+                                       security_.handshake_timeout);
+    if (!accepted)
+      return refuse(describe(accepted.error()));
+    tls.emplace(std::move(*accepted));
+  }
+  auto read_n = [&](char* at, size_t size) {
+    if (tls)
+      return tls->read_exact(at, size, got) ? read_result::ok
+             : got == 0                     ? read_result::end_of_stream
+                                            : read_result::failed;
+    return read_exact(s.fd, at, size, got);
+  };
+  char hello[sizeof(hello_magic) + token_chars];
+  bool hello_ok = false;
+  if (tls) {
+    hello_ok = tls->read_exact(hello, sizeof(hello), got, deadline);
+  } else {
+    timeval limit{};
+    limit.tv_sec = security_.handshake_timeout.count() / 1000;
+    limit.tv_usec = (security_.handshake_timeout.count() % 1000) * 1000;
+    ::setsockopt(s.fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+    hello_ok = read_exact(s.fd, hello, sizeof(hello), got) == read_result::ok;
+    timeval forever{};
+    ::setsockopt(s.fd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof(forever));
+  }
+  if (!hello_ok)
+    return refuse("no hello within "
+                  + std::to_string(security_.handshake_timeout.count())
+                  + " ms (" + std::to_string(got)
+                  + " bytes): not a Stoker worker");
+  if (std::memcmp(hello, hello_magic, sizeof(hello_magic)) != 0
+      || !same_secret(std::string(hello + sizeof(hello_magic), token_chars),
+                      security_.token))
+    return refuse("its hello lacks this run's stream token (not a worker "
+                  "of this run)");
   for (;;) {
-    auto r = read_exact(s.fd, prefix, sizeof(prefix), got);
+    auto r = read_n(prefix, sizeof(prefix));
     if (r == read_result::end_of_stream) { // the sender is done
       s.done = true;
       return;
@@ -280,15 +329,14 @@ void batch_listener::read_loop(stream& s, const std::string& peer) {
     if (!pre)
       return fail(describe(pre.error()));
     header.resize(pre->header_bytes);
-    if (read_exact(s.fd, header.data(), header.size(), got) != read_result::ok)
+    if (read_n(header.data(), header.size()) != read_result::ok)
       return fail("stream ended inside a frame's header");
     image_batch batch;
     if (auto err = decode_frame_header(header.data(), pre->header_bytes,
                                        pre->data_bytes, batch))
       return fail(describe(err));
     batch.data = pool_->acquire(pre->data_bytes);
-    if (read_exact(s.fd, batch.data.data(), batch.data.size(), got)
-        != read_result::ok) {
+    if (read_n(batch.data.data(), batch.data.size()) != read_result::ok) {
       pool_->release(std::move(batch.data));
       return fail("stream ended inside batch " + std::to_string(batch.batch_id)
                   + " (" + std::to_string(got) + " of "

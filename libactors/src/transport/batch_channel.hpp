@@ -6,6 +6,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +16,7 @@
 
 #include "stoker/messages.hpp"
 #include "transport/buffer_pool.hpp"
+#include "transport/tls.hpp"
 
 namespace stoker {
 
@@ -26,14 +28,31 @@ namespace stoker {
 /// third (about 40 ms per batch here); this stream writes the image bytes
 /// straight from the batch and reads them straight into a recycled buffer.
 
+/// How a batch stream proves itself. Every stream opens with a hello that
+/// carries the listener's per-run token (handed to workers over CAF), so a
+/// stranger who reaches the port cannot write batches into training even
+/// without TLS; with TLS, the stream is also encrypted and both ends show a
+/// certificate of the cluster's CA.
+struct stream_security {
+  /// 64 hex digits (random_token()); the listener closes a stream whose
+  /// hello does not carry it.
+  std::string token;
+  /// Mutual TLS; null: plain TCP.
+  std::shared_ptr<const tls_context> tls;
+  /// How long a peer has for the TLS handshake and the hello.
+  std::chrono::milliseconds handshake_timeout{10000};
+};
+
 /// The sending end, owned by one worker actor (and used on its thread only).
 /// Move-only; closes the stream when destroyed.
 class batch_sender {
 public:
-  /// Connects to a batch_listener at host:port (a name or an address).
-  /// Errors (errc::io_failure) name the address and the system's reason.
-  static caf::expected<batch_sender> connect(const std::string& host,
-                                             uint16_t port);
+  /// Connects to a batch_listener at host:port (a name or an address),
+  /// with TLS if `security` has it, and sends the hello. Errors
+  /// (errc::io_failure) name the address and the reason.
+  static caf::expected<batch_sender>
+  connect(const std::string& host, uint16_t port,
+          const stream_security& security);
 
   batch_sender(batch_sender&& other) noexcept;
   batch_sender& operator=(batch_sender&& other) noexcept;
@@ -52,8 +71,11 @@ public:
 private:
   batch_sender(int fd, std::string peer);
 
+  caf::error fail(const std::string& what, const std::string& why);
+
   int fd_ = -1;
   std::string peer_;
+  std::optional<tls_stream> tls_;
   std::vector<char> head_; // reused for every frame's prefix and header
 };
 
@@ -63,7 +85,8 @@ private:
 /// the callee owns it; its `data` comes from the pool, so give it back with
 /// buffer_pool::release when done). A malformed frame or a peer that speaks
 /// another protocol closes that one stream and is reported to `on_error`;
-/// the listener and the other streams go on. The destructor stops
+/// the listener and the other streams go on; so does a stream refused for
+/// its hello or its certificate (counted in refused()). The destructor stops
 /// everything and joins every thread.
 class batch_listener {
 public:
@@ -75,8 +98,8 @@ public:
   /// cannot make the node allocate at will.
   static caf::expected<std::unique_ptr<batch_listener>>
   start(const std::string& bind, uint16_t port, uint64_t max_data_bytes,
-        std::shared_ptr<buffer_pool> pool, batch_handler on_batch,
-        error_handler on_error);
+        stream_security security, std::shared_ptr<buffer_pool> pool,
+        batch_handler on_batch, error_handler on_error);
 
   ~batch_listener();
   batch_listener(const batch_listener&) = delete;
@@ -88,13 +111,16 @@ public:
   /// Frames received so far, over all streams.
   uint64_t frames() const noexcept { return frames_.load(); }
 
+  /// Streams refused so far: no or a wrong token, no or a bad certificate.
+  uint64_t refused() const noexcept { return refused_.load(); }
+
 private:
   struct private_tag {}; // only start() constructs
 
 public:
   batch_listener(private_tag, int fd, uint16_t port, uint64_t max_data_bytes,
-                 std::shared_ptr<buffer_pool> pool, batch_handler on_batch,
-                 error_handler on_error);
+                 stream_security security, std::shared_ptr<buffer_pool> pool,
+                 batch_handler on_batch, error_handler on_error);
 
 private:
   struct stream {
@@ -109,11 +135,13 @@ private:
   int fd_;
   uint16_t port_;
   uint64_t max_data_bytes_;
+  stream_security security_;
   std::shared_ptr<buffer_pool> pool_;
   batch_handler on_batch_;
   error_handler on_error_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> frames_{0};
+  std::atomic<uint64_t> refused_{0};
   std::mutex streams_mutex_;
   std::list<stream> streams_;
   std::thread acceptor_;

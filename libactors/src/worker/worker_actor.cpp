@@ -27,6 +27,8 @@ struct worker_state {
   clock_type::time_point started = clock_type::now();
   std::vector<batch_route> routes;
   std::vector<std::optional<batch_sender>> senders; // one per route
+  std::shared_ptr<const tls_context> tls;            // for the senders
+  std::chrono::milliseconds handshake_timeout{10000};
   // Set by the node when it shuts down: a batch that cannot be sent then
   // is dropped without a word (the run is over).
   std::shared_ptr<const std::atomic<bool>> stopping;
@@ -49,7 +51,9 @@ void deliver(worker_ptr self, image_batch&& batch,
     bool stopping = st.stopping && *st.stopping;
     auto& sender = st.senders[i];
     if (!sender) {
-      auto opened = batch_sender::connect(route.host, route.port);
+      auto opened = batch_sender::connect(
+        route.host, route.port,
+        stream_security{route.token, st.tls, st.handshake_timeout});
       if (!opened && stopping)
         return; // told to shut down: no fallback, and nothing to say
       if (!opened) {
@@ -100,6 +104,8 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
   self->state.senders.resize(setup.routes.size());
   self->state.routes = std::move(setup.routes);
   self->state.stopping = setup.stopping;
+  self->state.tls = setup.tls;
+  self->state.handshake_timeout = setup.handshake_timeout;
   self->state.own.buffers = setup.buffers;
   auto interval = setup.report_interval;
   // The pulse's thread holds no strong reference: the worker may go.

@@ -13,6 +13,7 @@
 
 #include "stoker/actors.hpp"
 #include "stoker/options.hpp"
+#include "transport/tls.hpp"
 #include "worker/batch_maker.hpp"
 
 namespace stoker {
@@ -35,6 +36,10 @@ struct worker_setup {
   /// (one connection per worker, opened on first use); any other trainer
   /// gets it as a CAF message.
   std::vector<batch_route> routes;
+  /// Mutual TLS for the batch streams (the node's; null: plain TCP) and
+  /// how long a stream's handshake may take.
+  std::shared_ptr<const tls_context> tls;
+  std::chrono::milliseconds handshake_timeout{10000};
   /// The node sets it when it shuts down, before it stops its workers: a
   /// batch that cannot be sent then is dropped silently, not sent another
   /// way (the run is over). Null: never.

@@ -21,4 +21,14 @@ caf::expected<listening_socket> tcp_listen(const std::string& bind,
                                            uint16_t port,
                                            const std::string& what);
 
+/// Connects to `host`:`port` (a name or an address), TCP_NODELAY,
+/// close-on-exec; the caller owns the descriptor. Errors
+/// (errc::io_failure) read "cannot open WHAT to HOST:PORT: REASON".
+caf::expected<int> tcp_connect(const std::string& host, uint16_t port,
+                               const std::string& what);
+
+/// Accepts one connection on a listening socket (close-on-exec), with the
+/// peer's address as "ADDRESS:PORT". -1 and errno as accept4's.
+int tcp_accept(int listener, std::string& peer);
+
 } // namespace stoker::detail

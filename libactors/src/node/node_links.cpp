@@ -1,0 +1,84 @@
+#include "node/node_links.hpp"
+
+#include <algorithm>
+#include <iostream>
+
+namespace stoker {
+
+node_links::node_links(std::shared_ptr<const tls_context> tls,
+                       const node_options& node)
+  : tls_(std::move(tls)),
+    max_message_bytes_(node.cluster.max_message_bytes),
+    handshake_timeout_(node.cluster.connect_timeout) {
+  // nop
+}
+
+caf::expected<std::unique_ptr<node_links>>
+node_links::open(const node_options& node) {
+  std::shared_ptr<const tls_context> tls;
+  if (node.tls.enabled()) {
+    auto files = resolve_tls_files(node.tls, node.name);
+    if (!files)
+      return std::move(files.error());
+    auto loaded = tls_context::load(*files);
+    if (!loaded)
+      return std::move(loaded.error());
+    tls = std::move(*loaded);
+  } else if (node.cluster.insecure && node.role != role_kind::local) {
+    std::cerr << "stoker-node: cluster.insecure: this cluster is "
+                 "unauthenticated (no TLS): anyone who reaches its ports can "
+                 "join it and read its batches"
+              << std::endl;
+  }
+  return std::unique_ptr<node_links>{new node_links(std::move(tls), node)};
+}
+
+gate_options node_links::options_for(const std::string& what) const {
+  gate_options options;
+  options.what = what;
+  options.tls = tls_;
+  options.max_message_bytes = max_message_bytes_;
+  options.handshake_timeout = handshake_timeout_;
+  options.log = [](const std::string& line) {
+    std::cerr << "stoker-node: " + line + "\n" << std::flush;
+  };
+  return options;
+}
+
+caf::expected<uint16_t> node_links::open_gate(const std::string& bind,
+                                              uint16_t port, uint16_t inner,
+                                              const std::string& what) {
+  auto opened = gate::open(bind, port, inner, options_for(what));
+  if (!opened)
+    return std::move(opened.error());
+  auto result = (*opened)->port();
+  std::lock_guard<std::mutex> guard{mutex_};
+  gates_.push_back(std::move(*opened));
+  return result;
+}
+
+caf::expected<uint16_t> node_links::open_tunnel(const std::string& host,
+                                                uint16_t port,
+                                                const std::string& what) {
+  auto opened = tunnel::open(host, port, options_for(what));
+  if (!opened)
+    return std::move(opened.error());
+  auto result = (*opened)->local_port();
+  std::lock_guard<std::mutex> guard{mutex_};
+  // Tunnels whose connection ended are done with.
+  tunnels_.erase(std::remove_if(tunnels_.begin(), tunnels_.end(),
+                                [](auto& t) { return t->done(); }),
+                 tunnels_.end());
+  tunnels_.push_back(std::move(*opened));
+  return result;
+}
+
+uint64_t node_links::refused() const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  uint64_t n = 0;
+  for (auto& g : gates_)
+    n += g->refused();
+  return n;
+}
+
+} // namespace stoker

@@ -1,0 +1,91 @@
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+#include <caf/io/middleman.hpp>
+
+#include "stoker/errors.hpp"
+#include "stoker/options.hpp"
+#include "transport/gate.hpp"
+#include "transport/tls.hpp"
+
+namespace stoker {
+
+/// Where this node's CAF ports meet the network (docs/security.md). Every
+/// actor it publishes listens on loopback only, behind a gate on
+/// cluster.bind that checks the peer's certificate (with TLS) and every
+/// BASP header's declared size (always); with TLS, every connection out
+/// goes through a tunnel that checks the other side's certificate first.
+/// Owned by run_node, created before the actor system and destroyed after
+/// it. Used from the role's main thread.
+class node_links {
+public:
+  /// Loads this node's TLS files (tls.*, tls.dir by node.name), if set,
+  /// and says once when the cluster runs unauthenticated
+  /// (cluster.insecure). Errors (errc::invalid_config) name the key and
+  /// the file.
+  static caf::expected<std::unique_ptr<node_links>>
+  open(const node_options& node);
+
+  /// Mutual TLS for this node's connections (null: plain TCP).
+  const std::shared_ptr<const tls_context>& tls() const noexcept {
+    return tls_;
+  }
+
+  /// Publishes `whom` through CAF on loopback and opens a gate for it on
+  /// bind:port (0: any free port). Returns the gate's port. `what` names
+  /// the port in messages ("the cluster port").
+  template <class Handle>
+  caf::expected<uint16_t> publish(caf::actor_system& sys, const Handle& whom,
+                                  const std::string& bind, uint16_t port,
+                                  const std::string& what) {
+    auto inner = sys.middleman().publish(whom, 0, "127.0.0.1");
+    if (!inner)
+      return make_error(errc::io_failure,
+                        "cannot listen for " + what
+                          + " on 127.0.0.1 (behind the gate): "
+                          + sys.render(inner.error()));
+    return open_gate(bind, port, *inner, what);
+  }
+
+  /// CAF's remote_actor to host:port, through a TLS tunnel when TLS is
+  /// configured. A TLS refusal (ours or theirs) is errc::run_failure with
+  /// the reason: retrying cannot help. `what` names the peer ("the head").
+  template <class Handle>
+  caf::expected<Handle> connect(caf::actor_system& sys,
+                                const std::string& host, uint16_t port,
+                                const std::string& what) {
+    if (!tls_)
+      return sys.middleman().remote_actor<Handle>(host, port);
+    auto local = open_tunnel(host, port, what);
+    if (!local)
+      return std::move(local.error());
+    return sys.middleman().remote_actor<Handle>("127.0.0.1", *local);
+  }
+
+  /// Connections refused so far by this node's gates.
+  uint64_t refused() const;
+
+private:
+  node_links(std::shared_ptr<const tls_context> tls, const node_options& node);
+
+  caf::expected<uint16_t> open_gate(const std::string& bind, uint16_t port,
+                                    uint16_t inner, const std::string& what);
+  caf::expected<uint16_t> open_tunnel(const std::string& host, uint16_t port,
+                                      const std::string& what);
+  gate_options options_for(const std::string& what) const;
+
+  std::shared_ptr<const tls_context> tls_;
+  uint64_t max_message_bytes_;
+  std::chrono::milliseconds handshake_timeout_;
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<gate>> gates_;
+  std::vector<std::unique_ptr<tunnel>> tunnels_;
+};
+
+} // namespace stoker

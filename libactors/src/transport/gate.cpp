@@ -1,0 +1,407 @@
+#include "transport/gate.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "stoker/errors.hpp"
+#include "transport/sockets.hpp"
+
+namespace stoker {
+
+// -- basp_guard ---------------------------------------------------------------
+
+std::string basp_guard::feed(const char* data, size_t size) {
+  // CAF 0.17's basp::message_type: server_handshake .. heartbeat.
+  constexpr unsigned last_operation = 6;
+  while (size > 0) {
+    if (skip_ > 0) {
+      auto n = static_cast<size_t>(std::min<uint64_t>(skip_, size));
+      skip_ -= n;
+      data += n;
+      size -= n;
+      continue;
+    }
+    auto n = std::min(header_bytes - have_, size);
+    std::memcpy(header_ + have_, data, n);
+    have_ += n;
+    data += n;
+    size -= n;
+    if (have_ < header_bytes)
+      break;
+    have_ = 0;
+    if (header_[0] > last_operation)
+      return "not a CAF message (BASP operation "
+             + std::to_string(header_[0]) + ")";
+    // The payload's length: bytes 4-7, in network order.
+    uint64_t payload = (uint64_t{header_[4]} << 24)
+                       | (uint64_t{header_[5]} << 16)
+                       | (uint64_t{header_[6]} << 8) | uint64_t{header_[7]};
+    if (payload > max_)
+      return "a CAF message declares " + std::to_string(payload)
+             + " bytes of payload; expected at most " + std::to_string(max_)
+             + " (cluster.max-message-bytes)";
+    skip_ = payload;
+  }
+  return {};
+}
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// One side of a relay: a plain socket, or TLS over one.
+struct end_point {
+  int fd = -1;
+  tls_stream* tls = nullptr;
+
+  tls_stream::io read(char* at, size_t size, size_t& n) {
+    if (tls != nullptr)
+      return tls->read_some(at, size, n);
+    n = 0;
+    auto got = ::recv(fd, at, size, MSG_DONTWAIT);
+    if (got > 0) {
+      n = static_cast<size_t>(got);
+      return tls_stream::io::done;
+    }
+    if (got == 0)
+      return tls_stream::io::closed;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+      return tls_stream::io::want_read;
+    return tls_stream::io::failed;
+  }
+
+  tls_stream::io write(const char* at, size_t size, size_t& n) {
+    if (tls != nullptr)
+      return tls->write_some(at, size, n);
+    n = 0;
+    auto put = ::send(fd, at, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (put >= 0) {
+      n = static_cast<size_t>(put);
+      return tls_stream::io::done;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+      return tls_stream::io::want_write;
+    return tls_stream::io::failed;
+  }
+
+  bool pending() const {
+    return tls != nullptr && tls->pending();
+  }
+};
+
+// Bytes on their way from one end to the other.
+struct direction {
+  std::vector<char> buf = std::vector<char>(64 * 1024);
+  size_t off = 0;
+  size_t len = 0;
+  bool ended = false;
+  short src_events = 0;
+  short dst_events = 0;
+  basp_guard guard;
+
+  explicit direction(uint64_t max) : guard(max == 0 ? UINT64_MAX : max) {}
+};
+
+short events_for(tls_stream::io r) {
+  return r == tls_stream::io::want_write ? POLLOUT : POLLIN;
+}
+
+// Moves what it can from `src` to `dst` without blocking. False when the
+// relay is over: `why` says why, or is empty after a clean end.
+bool pump(end_point& src, end_point& dst, direction& d, bool check,
+          std::string& why) {
+  d.src_events = d.dst_events = 0;
+  for (bool progress = true; progress;) {
+    progress = false;
+    if (d.len == 0 && !d.ended) {
+      size_t n = 0;
+      auto r = src.read(d.buf.data(), d.buf.size(), n);
+      if (r == tls_stream::io::done) {
+        if (check)
+          if (auto refused = d.guard.feed(d.buf.data(), n); !refused.empty()) {
+            why = refused;
+            return false;
+          }
+        d.off = 0;
+        d.len = n;
+        progress = true;
+      } else if (r == tls_stream::io::closed) {
+        d.ended = true;
+      } else if (r == tls_stream::io::failed) {
+        why = src.tls != nullptr ? src.tls->last_error()
+                                 : std::string{std::strerror(errno)};
+        return false;
+      } else {
+        d.src_events |= events_for(r);
+      }
+    }
+    if (d.len > 0) {
+      size_t n = 0;
+      auto r = dst.write(d.buf.data() + d.off, d.len, n);
+      if (r == tls_stream::io::done) {
+        d.off += n;
+        d.len -= n;
+        progress = n > 0;
+      } else if (r == tls_stream::io::want_read
+                 || r == tls_stream::io::want_write) {
+        d.dst_events |= events_for(r);
+      } else {
+        return false; // the other side went away: a clean end for us
+      }
+    }
+  }
+  return !(d.ended && d.len == 0);
+}
+
+// Relays between `outer` and `inner` until one side ends or `stopping`.
+// Returns why it ended ("" for a clean close).
+std::string relay(end_point outer, end_point inner, uint64_t max_message,
+                  const std::atomic<bool>& stopping) {
+  direction in{max_message};  // outer -> inner
+  direction out{max_message}; // inner -> outer
+  std::string why;
+  bool check = max_message > 0;
+  while (!stopping) {
+    if (!pump(outer, inner, in, check, why)
+        || !pump(inner, outer, out, check, why))
+      return why;
+    pollfd fds[2] = {
+      {outer.fd, static_cast<short>(in.src_events | out.dst_events), 0},
+      {inner.fd, static_cast<short>(out.src_events | in.dst_events), 0}};
+    int timeout = outer.pending() || inner.pending() ? 0 : 1000;
+    ::poll(fds, 2, timeout);
+  }
+  return why;
+}
+
+void say(const gate_options& options, const std::string& what) {
+  if (options.log)
+    options.log(what);
+}
+
+} // namespace
+
+// -- gate ---------------------------------------------------------------------
+
+gate::gate(private_tag, int fd, uint16_t port, uint16_t inner_port,
+           gate_options options)
+  : fd_(fd), port_(port), inner_port_(inner_port),
+    options_(std::move(options)) {
+  // The acceptor starts in open(), once the object is in place.
+}
+
+caf::expected<std::unique_ptr<gate>>
+gate::open(const std::string& bind, uint16_t port, uint16_t inner_port,
+           gate_options options) {
+  auto socket = detail::tcp_listen(bind, port, options.what);
+  if (!socket)
+    return std::move(socket.error());
+  auto result = std::make_unique<gate>(private_tag{}, socket->fd,
+                                       socket->port, inner_port,
+                                       std::move(options));
+  result->acceptor_ = std::thread{[self = result.get()] {
+    self->accept_loop();
+  }};
+  return result;
+}
+
+gate::~gate() {
+  stopping_ = true;
+  ::shutdown(fd_, SHUT_RDWR);
+  if (acceptor_.joinable())
+    acceptor_.join();
+  ::close(fd_);
+  std::lock_guard<std::mutex> guard{mutex_};
+  for (auto& c : connections_) {
+    ::shutdown(c.outer, SHUT_RDWR);
+    if (c.inner >= 0)
+      ::shutdown(c.inner, SHUT_RDWR);
+  }
+  for (auto& c : connections_) {
+    c.thread.join();
+    ::close(c.outer);
+    if (c.inner >= 0)
+      ::close(c.inner);
+  }
+}
+
+void gate::reap_locked() {
+  for (auto i = connections_.begin(); i != connections_.end();) {
+    if (i->done) {
+      i->thread.join();
+      ::close(i->outer);
+      if (i->inner >= 0)
+        ::close(i->inner);
+      i = connections_.erase(i);
+    } else {
+      ++i;
+    }
+  }
+}
+
+void gate::accept_loop() {
+  auto last_full = clock_type::time_point{};
+  while (!stopping_) {
+    std::string peer;
+    int fd = detail::tcp_accept(fd_, peer);
+    if (fd < 0) {
+      if (stopping_)
+        return;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS
+          || errno == ENOMEM) {
+        say(options_, options_.what + ": cannot accept: "
+                        + std::strerror(errno) + "; retrying");
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      continue;
+    }
+    std::lock_guard<std::mutex> guard{mutex_};
+    reap_locked();
+    if (connections_.size() >= options_.max_connections) {
+      ++refused_;
+      ::close(fd);
+      if (clock_type::now() - last_full > std::chrono::seconds(1)) {
+        last_full = clock_type::now();
+        say(options_, options_.what + ": refused " + peer + ": already "
+                        + std::to_string(connections_.size())
+                        + " connections open");
+      }
+      continue;
+    }
+    auto& c = connections_.emplace_back();
+    c.outer = fd;
+    c.thread = std::thread{[this, &c, peer] { serve(c, peer); }};
+  }
+}
+
+void gate::serve(connection& c, const std::string& peer) {
+  auto refuse = [&](const std::string& why) {
+    ++refused_;
+    if (!stopping_)
+      say(options_, options_.what + ": refused " + peer + ": " + why);
+    ::shutdown(c.outer, SHUT_RDWR);
+    c.done = true;
+  };
+  std::optional<tls_stream> tls;
+  if (options_.tls) {
+    auto accepted = tls_stream::accept(c.outer, *options_.tls,
+                                       options_.handshake_timeout);
+    if (!accepted)
+      return refuse(describe(accepted.error()));
+    tls.emplace(std::move(*accepted));
+  }
+  auto inner = detail::tcp_connect("127.0.0.1", inner_port_, "a relay");
+  if (!inner) {
+    if (!stopping_)
+      say(options_, options_.what + ": " + describe(inner.error()));
+    ::shutdown(c.outer, SHUT_RDWR);
+    c.done = true;
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    c.inner = *inner;
+  }
+  if (stopping_) { // the destructor may have missed the inner socket
+    c.done = true;
+    return;
+  }
+  ++admitted_;
+  auto why = relay(end_point{c.outer, tls ? &*tls : nullptr},
+                   end_point{c.inner, nullptr}, options_.max_message_bytes,
+                   stopping_);
+  if (!why.empty() && !stopping_) {
+    ++refused_;
+    say(options_, options_.what + ": closed the connection from " + peer
+                    + ": " + why);
+  }
+  ::shutdown(c.outer, SHUT_RDWR);
+  ::shutdown(c.inner, SHUT_RDWR);
+  c.done = true;
+}
+
+// -- tunnel -------------------------------------------------------------------
+
+tunnel::tunnel(private_tag, int listener, uint16_t local_port, int remote,
+               tls_stream stream, std::string peer, gate_options options)
+  : listener_(listener),
+    local_port_(local_port),
+    remote_(remote),
+    stream_(std::move(stream)),
+    peer_(std::move(peer)),
+    options_(std::move(options)) {
+  // The relay starts in open(), once the object is in place.
+}
+
+caf::expected<std::unique_ptr<tunnel>>
+tunnel::open(const std::string& host, uint16_t port, gate_options options) {
+  auto where = host + ":" + std::to_string(port);
+  auto remote = detail::tcp_connect(host, port, options.what);
+  if (!remote)
+    return std::move(remote.error());
+  auto fail = [&](const std::string& why) {
+    ::close(*remote);
+    // Not worth retrying: the same certificates meet the same check.
+    return make_error(errc::run_failure, options.what + " at " + where
+                                           + ": TLS failed: " + why);
+  };
+  if (!options.tls)
+    return fail("no TLS context (internal error)");
+  auto stream = tls_stream::connect(*remote, *options.tls,
+                                    options.handshake_timeout);
+  if (!stream)
+    return fail(describe(stream.error()));
+  auto local = detail::tcp_listen("127.0.0.1", 0, "a tunnel to " + where);
+  if (!local) {
+    ::close(*remote);
+    return std::move(local.error());
+  }
+  auto result = std::make_unique<tunnel>(private_tag{}, local->fd,
+                                         local->port, *remote,
+                                         std::move(*stream), where,
+                                         std::move(options));
+  result->thread_ = std::thread{[self = result.get()] { self->run(); }};
+  return result;
+}
+
+tunnel::~tunnel() {
+  stopping_ = true;
+  ::shutdown(listener_, SHUT_RDWR);
+  ::shutdown(remote_, SHUT_RDWR);
+  if (local_ >= 0)
+    ::shutdown(local_, SHUT_RDWR);
+  if (thread_.joinable())
+    thread_.join();
+  ::close(listener_);
+  ::close(remote_);
+  if (local_ >= 0)
+    ::close(local_);
+}
+
+void tunnel::run() {
+  // One local client: the connect that follows open(), within the
+  // handshake timeout.
+  if (wait_for(listener_, false,
+               clock_type::now() + options_.handshake_timeout)
+      && !stopping_) {
+    std::string peer;
+    local_ = detail::tcp_accept(listener_, peer);
+  }
+  ::shutdown(listener_, SHUT_RDWR);
+  if (local_ >= 0 && !stopping_) {
+    auto why = relay(end_point{remote_, &stream_}, end_point{local_, nullptr},
+                     options_.max_message_bytes, stopping_);
+    if (!why.empty() && !stopping_)
+      say(options_, options_.what + " at " + peer_ + ": connection closed: "
+                      + why);
+  }
+  ::shutdown(remote_, SHUT_RDWR);
+  if (local_ >= 0)
+    ::shutdown(local_, SHUT_RDWR);
+  done_ = true;
+}
+
+} // namespace stoker

@@ -1,0 +1,155 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <caf/expected.hpp>
+
+#include "transport/tls.hpp"
+
+namespace stoker {
+
+/// Follows a CAF 0.17 BASP byte stream (32-byte headers, each followed by
+/// its payload) and refuses a header that declares more payload than
+/// `max_payload` bytes, or an operation BASP does not have. CAF 0.17 has no
+/// limit of its own: one header declaring 4 GiB makes its multiplexer
+/// allocate and spin (docs/security.md), so no byte reaches CAF unchecked.
+class basp_guard {
+public:
+  explicit basp_guard(uint64_t max_payload) : max_(max_payload) {}
+
+  /// Takes the next `size` bytes of the stream. Empty while every header
+  /// so far is fine; else why the stream is refused.
+  std::string feed(const char* data, size_t size);
+
+  static constexpr size_t header_bytes = 32;
+
+private:
+  uint64_t max_;
+  unsigned char header_[header_bytes] = {};
+  size_t have_ = 0;   // bytes of the current header read
+  uint64_t skip_ = 0; // payload bytes left of the current message
+};
+
+/// What a gate checks on each connection.
+struct gate_options {
+  /// Names the port in messages ("the cluster port", "trainer 0's port").
+  std::string what;
+  /// Mutual TLS; null: plain TCP (loopback, or cluster.insecure).
+  std::shared_ptr<const tls_context> tls;
+  /// The BASP check (0 = none: the inner port does not speak BASP).
+  uint64_t max_message_bytes = 0;
+  /// How long a peer has to finish the TLS handshake.
+  std::chrono::milliseconds handshake_timeout{10000};
+  /// At most this many connections at once; more are refused.
+  size_t max_connections = 512;
+  /// Where refusals and failures are said (any thread).
+  std::function<void(const std::string&)> log;
+};
+
+/// A node's port as the network sees it: listens on bind:port and relays
+/// each accepted connection, once its TLS handshake has checked the peer's
+/// certificate, to `inner_port` on loopback (CAF's middleman, published
+/// there only) — with every BASP header checked on the way in and out.
+/// A refused peer (no certificate, another CA, expired, not TLS, an
+/// oversized message) is named with its address and reason to `log`; the
+/// gate and every other connection go on. One thread per connection; the
+/// destructor closes everything and joins.
+class gate {
+public:
+  static caf::expected<std::unique_ptr<gate>>
+  open(const std::string& bind, uint16_t port, uint16_t inner_port,
+       gate_options options);
+
+  ~gate();
+  gate(const gate&) = delete;
+  gate& operator=(const gate&) = delete;
+
+  /// The port it listens on.
+  uint16_t port() const noexcept { return port_; }
+
+  /// Connections relayed so far / refused so far.
+  uint64_t admitted() const noexcept { return admitted_.load(); }
+  uint64_t refused() const noexcept { return refused_.load(); }
+
+private:
+  struct private_tag {};
+
+public:
+  gate(private_tag, int fd, uint16_t port, uint16_t inner_port,
+       gate_options options);
+
+private:
+  struct connection {
+    int outer = -1;
+    int inner = -1;
+    std::atomic<bool> done{false};
+    std::thread thread;
+  };
+
+  void accept_loop();
+  void serve(connection& c, const std::string& peer);
+  void reap_locked();
+
+  int fd_;
+  uint16_t port_;
+  uint16_t inner_port_;
+  gate_options options_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> admitted_{0};
+  std::atomic<uint64_t> refused_{0};
+  std::mutex mutex_;
+  std::list<connection> connections_;
+  std::thread acceptor_;
+};
+
+/// The way out for a plain-TCP client on this node (CAF's remote_actor): a
+/// TLS connection to host:port, opened and confirmed at once (so a refusal
+/// is an error here, with the reason, not a hung or silent CAF connect),
+/// then relayed to the first connection accepted on a loopback port of
+/// its own. Ends when either side closes; the destructor closes and joins.
+class tunnel {
+public:
+  static caf::expected<std::unique_ptr<tunnel>>
+  open(const std::string& host, uint16_t port, gate_options options);
+
+  ~tunnel();
+  tunnel(const tunnel&) = delete;
+  tunnel& operator=(const tunnel&) = delete;
+
+  /// Where the local client connects (127.0.0.1).
+  uint16_t local_port() const noexcept { return local_port_; }
+
+  /// Whether the relay has ended.
+  bool done() const noexcept { return done_.load(); }
+
+private:
+  struct private_tag {};
+
+public:
+  tunnel(private_tag, int listener, uint16_t local_port, int remote,
+         tls_stream stream, std::string peer, gate_options options);
+
+private:
+  void run();
+
+  int listener_;
+  uint16_t local_port_;
+  int remote_;
+  int local_ = -1;
+  tls_stream stream_;
+  std::string peer_;
+  gate_options options_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+} // namespace stoker
