@@ -23,9 +23,13 @@ struct dev_cert_dirs {
 };
 
 inline const dev_cert_dirs& dev_certs() {
+  // Removed when the test process exits (made before the atexit call, so
+  // destroyed after it runs).
+  static const std::string base = "/tmp/stoker-certs-"
+                                  + std::to_string(::getpid());
   static const dev_cert_dirs dirs = [] {
+    std::atexit([] { std::system(("rm -rf " + base).c_str()); });
     dev_cert_dirs d;
-    auto base = "/tmp/stoker-certs-" + std::to_string(::getpid());
     d.cluster = base + "/cluster";
     d.other = base + "/other";
     d.expired = base + "/expired";
