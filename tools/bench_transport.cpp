@@ -4,13 +4,18 @@
 //   1. plain TCP moving the same bytes (the floor: two kernel copies),
 //   2. Stoker's batch stream (batch_channel.hpp): frames from a worker's
 //      thread to the trainer node's listener, which hands each batch to a
-//      trainer actor that acknowledges it over CAF's middleman,
+//      trainer actor that acknowledges it over CAF's middleman; once with
+//      the run token only (no TLS, as on loopback) and once over mutual
+//      TLS 1.3 (tls.* set: certificates from tools/make-certs in CERTS),
 //   3. the same batches as CAF messages through the middleman (the path a
 //      node takes with transport.batch-stream = false),
-// and the framework's own cost per batch: frame encode and decode, the
-// routing decision, and the lease/ack messages. Run through
-// tools/bench-transport; not part of CI.
+// in ROUNDS rounds, each in a different order (medians and min-max
+// printed), and the framework's own cost per batch: frame encode and
+// decode, the routing decision, the lease/ack messages, and a TLS
+// handshake (once per stream). Run through tools/bench-transport; not part
+// of CI.
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
 #include <cstdio>
@@ -36,6 +41,7 @@
 #include "transport/batch_check.hpp"
 #include "transport/batch_codec.hpp"
 #include "transport/batch_frame.hpp"
+#include "transport/tls.hpp"
 
 namespace {
 
@@ -115,6 +121,36 @@ double windowed_seconds(caf::scoped_actor& self, stoker::image_batch& batch,
   return seconds_since(t0);
 }
 
+// Median and range of one figure over the rounds.
+struct spread {
+  double median = 0;
+  double low = 0;
+  double high = 0;
+};
+
+spread over_rounds(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto n = v.size();
+  double mid = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return {mid, v.front(), v.back()};
+}
+
+// This node's TLS context from tools/make-certs' directory, or exits.
+std::shared_ptr<const stoker::tls_context> tls_of(const std::string& dir,
+                                                  const std::string& name) {
+  stoker::tls_spec spec;
+  spec.dir = dir;
+  auto files = stoker::resolve_tls_files(spec, name);
+  auto ctx = files ? stoker::tls_context::load(*files)
+                   : caf::expected<std::shared_ptr<const stoker::tls_context>>{
+                     files.error()};
+  if (!ctx) {
+    std::fprintf(stderr, "bench: %s\n", stoker::describe(ctx.error()).c_str());
+    std::exit(1);
+  }
+  return *ctx;
+}
+
 void row(const char* what, double value, const char* format = "%10.2f") {
   std::printf("  %-56s ", what);
   std::printf(format, value);
@@ -127,9 +163,12 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int batches = argc > 1 ? std::atoi(argv[1]) : 40;
   auto wire = stoker::parse_enum<stoker::dtype>(argc > 2 ? argv[2] : "float32");
-  if (batches <= 0 || !wire) {
-    std::fprintf(stderr, "usage: stoker-bench-transport [BATCHES>0 "
-                         "[float32|float16|bfloat16]]\n");
+  int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
+  std::string certs = argc > 4 ? argv[4] : "";
+  if (batches <= 0 || !wire || rounds <= 0 || certs.empty()) {
+    std::fprintf(stderr, "usage: stoker-bench-transport BATCHES>0 "
+                         "float32|float16|bfloat16 ROUNDS>0 CERTS_DIR "
+                         "(tools/bench-transport fills these in)\n");
     return 2;
   }
   auto config = [] {
@@ -165,16 +204,14 @@ int main(int argc, char** argv) {
   double wire_gb = static_cast<double>(batch.data.size()) / 1e9;
   std::printf("Stoker transport benchmark: %d batches of 64 x 224x224x3 "
               "images as %s (%.1f MB each on the wire), loopback TCP, %d in "
-              "flight\n\n",
+              "flight, %d round(s)\n\n",
               batches, stoker::to_string(*wire).c_str(), wire_gb * 1e3,
-              window);
+              window, rounds);
 
-  // 1. Plain TCP.
-  double tcp_s = plain_tcp_seconds(batch.data.size(), batches);
-
-  // 2. The batch stream, into a trainer actor that acknowledges each batch
+  // The batch stream, into a trainer actor that acknowledges each batch
   // with one CAF message to the worker side (as a trainer acks to the
-  // router) and recycles its buffer.
+  // router) and recycles its buffer: one listener and one sender per
+  // security setting, kept across rounds as a run keeps its streams.
   caf::scoped_actor self{worker_sys};
   auto trainer = trainer_sys.spawn(
     [pool](caf::event_based_actor* me, caf::actor ack_to) -> caf::behavior {
@@ -184,41 +221,90 @@ int main(int argc, char** argv) {
       }};
     },
     caf::actor_cast<caf::actor>(self));
-  stoker::stream_security security{std::string(64, 't'), nullptr};
-  auto listener = stoker::batch_listener::start(
-    "127.0.0.1", 0, batch.data.size(), security, pool,
-    [trainer](stoker::image_batch&& b) {
-      caf::anon_send(trainer, std::move(b));
-    },
-    [](const std::string& what) {
-      std::fprintf(stderr, "bench: %s\n", what.c_str());
-    });
-  if (!listener) {
-    std::fprintf(stderr, "bench: %s\n",
-                 stoker::describe(listener.error()).c_str());
+  auto token = stoker::random_token();
+  if (!token) {
+    std::fprintf(stderr, "bench: %s\n", stoker::describe(token.error()).c_str());
     return 1;
   }
-  auto sender = stoker::batch_sender::connect("127.0.0.1",
-                                              (*listener)->port(), security);
-  if (!sender) {
-    std::fprintf(stderr, "bench: %s\n",
-                 stoker::describe(sender.error()).c_str());
-    return 1;
-  }
-  double stream_s = windowed_seconds(self, batch, batches, [&](auto& b) {
-    if (auto err = sender->send(b)) {
-      std::fprintf(stderr, "bench: %s\n", stoker::describe(err).c_str());
+  const stoker::stream_security token_only{*token, nullptr};
+  const stoker::stream_security tls_trainer{*token, tls_of(certs, "trainer")};
+  const stoker::stream_security tls_worker{*token, tls_of(certs, "worker")};
+  auto open_stream = [&](const stoker::stream_security& listen_with,
+                         const stoker::stream_security& send_with) {
+    auto listener = stoker::batch_listener::start(
+      "127.0.0.1", 0, batch.data.size(), listen_with, pool,
+      [trainer](stoker::image_batch&& b) {
+        caf::anon_send(trainer, std::move(b));
+      },
+      [](const std::string& what) {
+        std::fprintf(stderr, "bench: %s\n", what.c_str());
+      });
+    if (!listener) {
+      std::fprintf(stderr, "bench: %s\n",
+                   stoker::describe(listener.error()).c_str());
       std::exit(1);
     }
-  });
+    auto sender = stoker::batch_sender::connect(
+      "127.0.0.1", (*listener)->port(), send_with);
+    if (!sender) {
+      std::fprintf(stderr, "bench: %s\n",
+                   stoker::describe(sender.error()).c_str());
+      std::exit(1);
+    }
+    return std::make_pair(std::move(*listener), std::move(*sender));
+  };
+  auto plain_stream = open_stream(token_only, token_only);
+  auto tls_stream = open_stream(tls_trainer, tls_worker);
+  auto through = [&](stoker::batch_sender& sender) {
+    return [&](auto& b) {
+      if (auto err = sender.send(b)) {
+        std::fprintf(stderr, "bench: %s\n", stoker::describe(err).c_str());
+        std::exit(1);
+      }
+    };
+  };
 
-  // 3. CAF messages through the middleman (slow: a quarter of the batches).
-  int caf_batches = std::max(4, batches / 4);
-  double caf_s = windowed_seconds(self, batch, caf_batches, [&](auto& b) {
-    self->send(*remote, b); // the sink's answer comes back as a message
-  });
+  // Each round runs every path once, in an order of its own.
+  enum path { tcp, token_stream, tls_path, caf_messages, paths };
+  const char* names[paths] = {
+    "plain TCP, same bytes (floor)",
+    "batch stream, run token (no TLS) -> trainer actor",
+    "batch stream, mutual TLS 1.3 -> trainer actor",
+    "CAF messages through the middleman"};
+  // CAF messages are slow: a quarter of the batches.
+  const int counts[paths] = {batches, batches, batches,
+                             std::max(4, batches / 4)};
+  std::vector<double> ms_per_batch[paths];
+  std::vector<int> order{tcp, token_stream, tls_path, caf_messages};
+  for (int r = 0; r < rounds; ++r) {
+    std::rotate(order.begin(), order.begin() + r % paths, order.end());
+    if (r % 2 == 1)
+      std::reverse(order.begin(), order.end());
+    for (int p : order) {
+      double secs = 0;
+      switch (p) {
+        case tcp:
+          secs = plain_tcp_seconds(batch.data.size(), counts[p]);
+          break;
+        case token_stream:
+          secs = windowed_seconds(self, batch, counts[p],
+                                  through(plain_stream.second));
+          break;
+        case tls_path:
+          secs = windowed_seconds(self, batch, counts[p],
+                                  through(tls_stream.second));
+          break;
+        default:
+          secs = windowed_seconds(self, batch, counts[p], [&](auto& b) {
+            self->send(*remote, b); // the sink's answer comes back
+          });
+      }
+      ms_per_batch[p].push_back(secs / counts[p] * 1e3);
+    }
+    std::fprintf(stderr, "bench: round %d of %d done\n", r + 1, rounds);
+  }
 
-  // 4. The framework's own cost per batch.
+  // The framework's own cost per batch.
   constexpr int reps = 2000;
   std::vector<char> head;
   stoker::image_batch decoded;
@@ -252,28 +338,46 @@ int main(int argc, char** argv) {
     self->receive([](uint64_t) {});
   }
   double rtt_ms = seconds_since(t0) / acks * 1e3;
+  // A stream's TLS handshake (connect, verify both certificates, hello),
+  // paid once per worker-to-trainer stream.
+  constexpr int handshakes = 20;
+  t0 = clock_type::now();
+  for (int i = 0; i < handshakes; ++i)
+    if (!stoker::batch_sender::connect("127.0.0.1", tls_stream.first->port(),
+                                       tls_worker))
+      return 1;
+  double handshake_ms = seconds_since(t0) / handshakes * 1e3;
 
-  std::printf("%-54s %10s %10s %10s\n", "path", "GB/s wire", "GB/s f32",
-              "ms/batch");
-  auto line = [&](const char* what, double secs, int n) {
-    std::printf("%-54s %10.2f %10.2f %10.1f\n", what, wire_gb * n / secs,
-                image_gb * n / secs, secs / n * 1e3);
-  };
-  line("plain TCP, same bytes (floor)", tcp_s, batches);
-  line("Stoker batch stream -> trainer actor, acked over CAF", stream_s,
-       batches);
-  line("CAF messages through the middleman", caf_s, caf_batches);
+  std::printf("%-54s %10s %10s %18s\n", "path (median over rounds)",
+              "GB/s wire", "GB/s f32", "ms/batch [min-max]");
+  spread s[paths];
+  for (int p = 0; p < paths; ++p) {
+    s[p] = over_rounds(ms_per_batch[p]);
+    double secs = s[p].median / 1e3;
+    std::printf("%-54s %10.2f %10.2f %6.1f [%.1f-%.1f]\n", names[p],
+                wire_gb / secs, image_gb / secs, s[p].median, s[p].low,
+                s[p].high);
+  }
   std::printf("\n");
-  row("batch stream / plain TCP throughput", tcp_s / stream_s);
-  row("batch stream / CAF messages throughput",
-      (caf_s / caf_batches) / (stream_s / batches));
+  row("batch stream (token) / plain TCP throughput",
+      s[tcp].median / s[token_stream].median);
+  row("batch stream (TLS) / plain TCP throughput",
+      s[tcp].median / s[tls_path].median);
+  row("batch stream (TLS) / batch stream (token) throughput",
+      s[token_stream].median / s[tls_path].median);
+  row("batch stream (token) / CAF messages throughput",
+      s[caf_messages].median / s[token_stream].median);
   std::printf("\nframework cost per batch, ms\n");
   row("frame head encode + decode (64 ids, labels, checksums)", frame_ms,
       "%10.4f");
   row("routing decision (least-loaded, 64 workers)", route_ms, "%10.4f");
   row("lease + ack: one CAF message each way over loopback", rtt_ms,
       "%10.4f");
-  row("total", frame_ms + route_ms + rtt_ms, "%10.4f");
+  row("total (token stream)", frame_ms + route_ms + rtt_ms, "%10.4f");
+  row("TLS: encryption beyond the token stream, per batch",
+      s[tls_path].median - s[token_stream].median, "%10.4f");
+  row("TLS: one stream's handshake (once per worker), ms", handshake_ms,
+      "%10.4f");
   row("buffers recycled by the trainer node", static_cast<double>(pool->reused()),
       "%10.0f");
   self->send_exit(target, caf::exit_reason::user_shutdown);

@@ -133,6 +133,45 @@ BOOST_AUTO_TEST_CASE(a_four_gib_caf_header_is_closed_at_the_gate_on_loopback) {
   expect_every_sample_once(report);
 }
 
+BOOST_AUTO_TEST_CASE(a_console_beyond_loopback_takes_only_cluster_certificates) {
+  auto& certs = stoker::test::dev_certs();
+  auto console_port = std::to_string(free_port());
+  auto head = start_head(
+    "tls-console", {"--tls.dir=" + certs.cluster, "--node.name=head",
+                    "--console.bind=0.0.0.0",
+                    "--console.port=" + console_port,
+                    "--cluster.join-timeout=30s",
+                    "--cluster.nodes=[\"trainer-0:trainer\"]"});
+  BOOST_REQUIRE(wait_for_text(head.proc.log, "over mutual TLS", 10s));
+  auto client = [&](const std::string& tls_args, const std::string& out) {
+    auto cmd = "printf 'nodes\\nquit\\n' | timeout 20 " STOKER_SOURCE_DIR
+               "/tools/stoker-console "
+               + tls_args + " 127.0.0.1:" + console_port + " >" + out
+               + " 2>&1";
+    return WEXITSTATUS(std::system(cmd.c_str()));
+  };
+  auto member = tmp_path("console-member.out");
+  BOOST_TEST(client("--tls.dir=" + certs.cluster + " --tls.name=worker-a",
+                    member)
+             == 0);
+  BOOST_TEST(read_file(member).find("node  role") != std::string::npos,
+             read_file(member));
+  auto stranger = tmp_path("console-stranger.out");
+  BOOST_TEST(client("--tls.dir=" + certs.other + " --tls.name=worker-x",
+                    stranger)
+             == 1);
+  BOOST_TEST(read_file(stranger).find("TLS to 127.0.0.1:" + console_port
+                                      + " failed")
+               != std::string::npos,
+             read_file(stranger));
+  client("", tmp_path("console-plain.out")); // plain TCP: closed by the gate
+  BOOST_TEST(wait_for_text(head.proc.log, "the console port: refused", 10s));
+  ::kill(head.proc.pid, SIGTERM);
+  wait_exit(head.proc, 30s);
+  for (auto f : {member, stranger, tmp_path("console-plain.out")})
+    std::remove(f.c_str());
+}
+
 BOOST_AUTO_TEST_CASE(listening_beyond_loopback_needs_tls_or_a_stated_choice) {
   // Any address but loopback counts; 0.0.0.0 is refused before binding.
   auto head = start_node({"--role=head", "--cluster.bind=0.0.0.0",

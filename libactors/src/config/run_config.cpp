@@ -40,10 +40,14 @@ caf::error check_across_keys(const run_config& cfg,
   if (node.resume && node.trainer.checkpoint_dir.empty())
     return bad("--resume needs trainer.checkpoint-dir (where the checkpoint "
                "is)");
-  if (!is_loopback(node.console.bind) && node.console.token.empty())
+  // With TLS, a console beyond loopback takes only clients with a
+  // certificate of the cluster's CA; without, a token is the least.
+  if (!is_loopback(node.console.bind) && node.console.token.empty()
+      && !node.tls.enabled())
     return bad("console.bind = \"" + node.console.bind
                + "\" reaches beyond this machine; expected console.token to "
-                 "be set as well");
+                 "be set as well (or tls.*: the console then takes only "
+                 "clients with a certificate of the cluster's CA)");
   // Nothing listens beyond loopback unauthenticated unless asked for.
   bool listens = node.role == role_kind::head
                  || node.role == role_kind::trainer;

@@ -4,12 +4,35 @@
 
 namespace stoker {
 
-caf::expected<node_consoles> node_consoles::open(caf::actor_system& sys,
-                                                 const console_spec& spec,
-                                                 console_target target,
-                                                 const std::string& who) {
+caf::expected<node_consoles>
+node_consoles::open(caf::actor_system& sys, const console_spec& spec,
+                    console_target target, const std::string& who,
+                    std::shared_ptr<const tls_context> tls) {
   node_consoles out;
-  if (spec.port != 0) {
+  if (spec.port != 0 && tls && !is_loopback(spec.bind)) {
+    auto inner = spec;
+    inner.bind = "127.0.0.1";
+    inner.port = 0;
+    auto tcp = console_server::start(sys, inner, target);
+    if (!tcp)
+      return std::move(tcp.error());
+    out.tcp_ = std::move(*tcp);
+    gate_options options;
+    options.what = "the console port";
+    options.tls = std::move(tls);
+    options.log = [](const std::string& line) {
+      std::cerr << "stoker-node: " + line + "\n" << std::flush;
+    };
+    auto front = gate::open(spec.bind, spec.port, out.tcp_->port(),
+                            std::move(options));
+    if (!front)
+      return std::move(front.error());
+    out.gate_ = std::move(*front);
+    std::cout << who << ": console on " << spec.bind << ":"
+              << out.gate_->port()
+              << " over mutual TLS (tools/stoker-console --tls.dir=DIR)"
+              << std::endl;
+  } else if (spec.port != 0) {
     auto tcp = console_server::start(sys, spec, target);
     if (!tcp)
       return std::move(tcp.error());

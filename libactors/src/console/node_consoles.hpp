@@ -8,6 +8,8 @@
 
 #include "console/console_server.hpp"
 #include "console/terminal_console.hpp"
+#include "transport/gate.hpp"
+#include "transport/tls.hpp"
 
 namespace stoker {
 
@@ -19,15 +21,19 @@ namespace stoker {
 class node_consoles {
 public:
   /// Opens what `spec` asks for and says where on standard output, each
-  /// line starting with `who` ("head", "local"). Errors name the address
-  /// or setting that failed.
-  static caf::expected<node_consoles> open(caf::actor_system& sys,
-                                           const console_spec& spec,
-                                           console_target target,
-                                           const std::string& who);
+  /// line starting with `who` ("head", "local"). With `tls` and a
+  /// console.bind beyond loopback, the console listens on loopback behind
+  /// a gate that speaks mutual TLS on console.bind (clients need a
+  /// certificate of the cluster's CA: tools/stoker-console --tls.dir).
+  /// Errors name the address or setting that failed.
+  static caf::expected<node_consoles>
+  open(caf::actor_system& sys, const console_spec& spec,
+       console_target target, const std::string& who,
+       std::shared_ptr<const tls_context> tls = nullptr);
 
 private:
   std::unique_ptr<console_server> tcp_;
+  std::unique_ptr<gate> gate_; // destroyed first: closes the TLS clients
   std::unique_ptr<terminal_console> terminal_;
 };
 

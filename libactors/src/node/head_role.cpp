@@ -152,7 +152,7 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   target.router = router;
   target.membership = front_door;
   auto consoles = node_consoles::open(sys, cfg.node.console, std::move(target),
-                                      "head");
+                                      "head", links.tls());
   if (!consoles) {
     std::cerr << "stoker-node: " << describe(consoles.error()) << std::endl;
     stop();

@@ -8,6 +8,7 @@
 #include "stoker/actors.hpp"
 #include "stoker/errors.hpp"
 #include "console/node_consoles.hpp"
+#include "node/node_links.hpp"
 #include "core/machine.hpp"
 #include "data/epoch_source.hpp"
 #include "node/roles.hpp"
@@ -49,9 +50,9 @@ console_target local_console_target(const run_config& cfg,
 
 } // namespace
 
-caf::expected<run_report> run_local(caf::actor_system& sys,
-                                    const run_config& cfg,
-                                    const registry& reg) {
+caf::expected<run_report>
+run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
+          std::shared_ptr<const tls_context> console_tls) {
   epoch_source plan{cfg.pipeline.source};
   auto source = spawn_source(sys, cfg.pipeline.source);
   auto router = spawn_router(sys, source, cfg.pipeline.router,
@@ -131,7 +132,7 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
   auto consoles = node_consoles::open(sys, cfg.node.console,
                                       local_console_target(cfg, router,
                                                            trainers, workers),
-                                      "local");
+                                      "local", std::move(console_tls));
   caf::expected<run_report> result{caf::error{}};
   if (!consoles)
     result = std::move(consoles.error());
@@ -158,9 +159,9 @@ caf::expected<run_report> run_local(caf::actor_system& sys,
 }
 
 int local_role_main(caf::actor_system& sys, const run_config& cfg,
-                    const registry& reg) {
+                    const registry& reg, const node_links& links) {
   print_banner(cfg);
-  auto code = finish_run(run_local(sys, cfg, reg), cfg);
+  auto code = finish_run(run_local(sys, cfg, reg, links.tls()), cfg);
   // Detached workers finish their current item before they see an exit
   // (one can take minutes, or never end on a machine without the memory):
   // nothing they do now counts, so the process does not wait for them.

@@ -2,6 +2,8 @@
 
 // The local role: every actor of the run in this process.
 
+#include <memory>
+
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
 
@@ -10,22 +12,25 @@
 
 namespace stoker {
 
+class node_links;
 class registry;
+class tls_context;
 
 /// Runs the whole pipeline in this process: a source, a router,
 /// `cfg.node.workers` detached CPU workers and one trainer, until every
 /// work item of every epoch has been acknowledged. Blocks the calling thread.
 /// Returns the run report, or the error that ended the run early. The
 /// sources, transforms and model come from `reg` (read while the actors
-/// are set up; they keep no reference to it).
-caf::expected<run_report> run_local(caf::actor_system& sys,
-                                    const run_config& cfg,
-                                    const registry& reg);
+/// are set up; they keep no reference to it). `console_tls`: mutual TLS
+/// for a console bound beyond loopback (node_consoles).
+caf::expected<run_report>
+run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
+          std::shared_ptr<const tls_context> console_tls = nullptr);
 
 /// `stoker-node --role=local`: prints what it runs, runs it, prints the
 /// outcome, writes the report if asked. Returns the process exit code:
 /// 0 when every sample was trained on exactly once, 1 otherwise.
 int local_role_main(caf::actor_system& sys, const run_config& cfg,
-                    const registry& reg);
+                    const registry& reg, const node_links& links);
 
 } // namespace stoker

@@ -5,7 +5,7 @@
 
 namespace stoker {
 
-node_links::node_links(std::shared_ptr<const tls_context> tls,
+node_links::node_links(private_tag, std::shared_ptr<const tls_context> tls,
                        const node_options& node)
   : tls_(std::move(tls)),
     max_message_bytes_(node.cluster.max_message_bytes),
@@ -30,7 +30,7 @@ node_links::open(const node_options& node) {
                  "join it and read its batches"
               << std::endl;
   }
-  return std::unique_ptr<node_links>{new node_links(std::move(tls), node)};
+  return std::make_unique<node_links>(private_tag{}, std::move(tls), node);
 }
 
 gate_options node_links::options_for(const std::string& what) const {

@@ -72,7 +72,13 @@ public:
   uint64_t refused() const;
 
 private:
-  node_links(std::shared_ptr<const tls_context> tls, const node_options& node);
+  struct private_tag {};
+
+public:
+  node_links(private_tag, std::shared_ptr<const tls_context> tls,
+             const node_options& node);
+
+private:
 
   caf::expected<uint16_t> open_gate(const std::string& bind, uint16_t port,
                                     uint16_t inner, const std::string& what);

@@ -55,7 +55,7 @@ int run_node(int argc, char** argv, const registry& reg) {
     case role_kind::local:
       break;
   }
-  return local_role_main(sys, run, reg);
+  return local_role_main(sys, run, reg, **links);
 }
 
 } // namespace stoker

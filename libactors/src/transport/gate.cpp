@@ -214,12 +214,16 @@ gate::~gate() {
   if (acceptor_.joinable())
     acceptor_.join();
   ::close(fd_);
-  std::lock_guard<std::mutex> guard{mutex_};
-  for (auto& c : connections_) {
-    ::shutdown(c.outer, SHUT_RDWR);
-    if (c.inner >= 0)
-      ::shutdown(c.inner, SHUT_RDWR);
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    for (auto& c : connections_) {
+      ::shutdown(c.outer, SHUT_RDWR);
+      if (c.inner >= 0)
+        ::shutdown(c.inner, SHUT_RDWR);
+    }
   }
+  // Joined without the lock: a connection's thread takes it to record its
+  // inner socket. The acceptor has ended, so the list no longer changes.
   for (auto& c : connections_) {
     c.thread.join();
     ::close(c.outer);

@@ -113,7 +113,7 @@ std::string handshake_failure(SSL* ssl, int ssl_error, bool server) {
 
 // -- tls_context --------------------------------------------------------------
 
-tls_context::tls_context(SSL_CTX* ctx, std::string name)
+tls_context::tls_context(private_tag, SSL_CTX* ctx, std::string name)
   : ctx_(ctx), name_(std::move(name)) {
   // nop
 }
@@ -201,8 +201,8 @@ tls_context::load(const tls_spec& files) {
           X509_STORE_CTX_get_error(check.get())));
   ERR_clear_error();
   auto name = common_name(own);
-  return std::shared_ptr<const tls_context>{
-    new tls_context(ctx.release(), std::move(name))};
+  return std::make_shared<const tls_context>(private_tag{}, ctx.release(),
+                                             std::move(name));
 }
 
 caf::expected<tls_spec> resolve_tls_files(const tls_spec& spec,

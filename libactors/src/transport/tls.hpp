@@ -42,8 +42,12 @@ public:
   const std::string& name() const noexcept { return name_; }
 
 private:
-  explicit tls_context(ssl_ctx_st* ctx, std::string name);
+  struct private_tag {};
 
+public:
+  tls_context(private_tag, ssl_ctx_st* ctx, std::string name);
+
+private:
   ssl_ctx_st* ctx_;
   std::string name_;
 };
