@@ -43,6 +43,52 @@ std::string four_gib_header() {
          + std::string(120, '\0');
 }
 
+// What a stranger throws at a port: the 4 GiB header, 4 KiB of random
+// bytes, each on a connection it then closes, and the start of a TLS
+// ClientHello on one it keeps open (returned: close it at the end).
+int attack(uint16_t port) {
+  send_and_close(port, four_gib_header());
+  std::string noise(4096, '\0');
+  uint32_t x = 2463534242u;
+  for (auto& c : noise) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    c = static_cast<char>(x);
+  }
+  send_and_close(port, noise);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr)
+                == 0);
+  std::string hello_start("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);
+  ::send(fd, hello_start.data(), hello_start.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+// The ports a trainer node's joined line names: its CAF port and its
+// batch stream ("; port H:P; batch stream on H:P").
+std::vector<uint16_t> trainer_ports(const std::string& log) {
+  std::vector<uint16_t> ports;
+  std::regex port{R"((?:port|batch stream on) [0-9.]+:(\d+))"};
+  for (std::sregex_iterator i{log.begin(), log.end(), port}, end; i != end;
+       ++i)
+    ports.push_back(static_cast<uint16_t>(std::stoi((*i)[1])));
+  return ports;
+}
+
+// An `openssl s_client` as a stranger would run it against 127.0.0.1:port,
+// with `args` (certificate or none); its output is not needed.
+void openssl_client(uint16_t port, const std::string& args) {
+  auto cmd = "timeout 10 openssl s_client -connect 127.0.0.1:"
+             + std::to_string(port) + " " + args
+             + " </dev/null >/dev/null 2>&1";
+  BOOST_TEST_MESSAGE(cmd << ": exit " << std::system(cmd.c_str()));
+}
+
 // The head's peak RSS in MB from its run line ("peak RSS N MB").
 long peak_rss_mb(const std::string& log) {
   std::smatch m;
@@ -50,9 +96,11 @@ long peak_rss_mb(const std::string& log) {
   return std::regex_search(log, m, rss) ? std::stol(m[1]) : -1;
 }
 
-void expect_every_sample_once(const std::string& report) {
+void expect_every_sample_once(const std::string& report, int samples = 320) {
   auto json = read_file(report);
-  BOOST_TEST(json.find("\"samples_delivered\": 320,") != std::string::npos,
+  BOOST_TEST(json.find("\"samples_delivered\": " + std::to_string(samples)
+                       + ",")
+               != std::string::npos,
              json);
   BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
   BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
@@ -67,18 +115,32 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_runs_while_strangers_are_refused_by_name) {
   auto& certs = stoker::test::dev_certs();
   auto tls = "--tls.dir=" + certs.cluster;
   auto report = tmp_path("tls.json");
+  // 40 steps of 50 ms: the strangers below meet a running trainer.
+  auto longer = [&](std::vector<std::string> args) {
+    auto all = shaped(std::move(args));
+    all.insert(all.end(), {"--pipeline.dataset-size=640",
+                           "--trainer.sim-step-ms=50"});
+    return all;
+  };
   auto head = start_head(
-    "tls", shaped({tls, "--node.name=head", "--report=" + report,
+    "tls", longer({tls, "--node.name=head", "--report=" + report,
                    "--cluster.nodes=[\"trainer-0:trainer\", "
                    "\"worker-a:worker:1\", \"worker-b:worker:1\"]"}));
-  // A BASP header declaring 4 GiB, in plain TCP.
-  send_and_close(head.port, four_gib_header());
+  std::vector<int> half_open{attack(head.port)};
+  // Clients without a certificate and with an expired one.
+  openssl_client(head.port, "-CAfile " + certs.cluster + "/ca.pem");
+  openssl_client(head.port, "-CAfile " + certs.cluster + "/ca.pem -cert "
+                              + certs.expired + "/stale.pem -key "
+                              + certs.expired + "/stale.key");
   // A node with another CA's certificate, and one without TLS: both exit
-  // non-zero saying why; the head names each and goes on.
+  // non-zero saying why; the head names each and goes on. A node with an
+  // expired certificate refuses itself, naming the file.
   auto stranger = start_member(head.at, "tls", "worker", "worker-x",
                                shaped({"--tls.dir=" + certs.other}));
   auto plain = start_member(head.at, "tls", "worker", "plain",
                             shaped({"--cluster.connect-timeout=1s"}));
+  auto stale = start_member(head.at, "tls", "worker", "stale",
+                            shaped({"--tls.dir=" + certs.expired}));
   BOOST_TEST(wait_exit(stranger, 30s) == 1);
   BOOST_TEST(read_file(stranger.log).find(
                "TLS failed: the server's certificate is not valid for this "
@@ -89,24 +151,41 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_runs_while_strangers_are_refused_by_name) {
   BOOST_TEST(read_file(plain.log).find("set tls.certificate")
                != std::string::npos,
              read_file(plain.log));
-  // The members join and the run completes, batches on the TLS stream.
+  BOOST_TEST(wait_exit(stale, 30s) == 2);
+  BOOST_TEST(read_file(stale.log).find("expired") != std::string::npos,
+             read_file(stale.log));
+  // The members join and the run completes, batches on the TLS stream,
+  // while every port of the trainer node is attacked too.
   auto trainer = start_member(head.at, "tls", "trainer", "trainer-0",
-                              shaped({tls}));
+                              longer({tls}));
   auto a = start_member(head.at, "tls", "worker", "worker-a",
                         shaped({tls, "--worker.count=1"}));
   auto b = start_member(head.at, "tls", "worker", "worker-b",
                         shaped({tls, "--worker.count=1"}));
+  BOOST_REQUIRE(wait_for_text(trainer.log, "batch stream on", 30s));
+  auto ports = trainer_ports(read_file(trainer.log));
+  BOOST_TEST(ports.size() == 2u, read_file(trainer.log));
+  for (auto port : ports)
+    half_open.push_back(attack(port));
   BOOST_TEST(wait_exit(head.proc, 120s) == 0);
   for (auto* c : {&trainer, &a, &b})
     BOOST_TEST(wait_exit(*c, 20s) == 0);
+  for (int fd : half_open)
+    ::close(fd);
   auto log = read_file(head.proc.log);
-  BOOST_TEST(log.find("refused 127.0.0.1:") != std::string::npos, log);
-  BOOST_TEST(log.find("not TLS") != std::string::npos, log);
-  BOOST_TEST(log.find("alert unknown ca") != std::string::npos, log);
-  BOOST_TEST(read_file(trainer.log).find("20 batch(es) received")
+  for (auto why : {"refused 127.0.0.1:", "not TLS", "alert unknown ca",
+                   "the client sent no certificate",
+                   "certificate has expired"})
+    BOOST_TEST(log.find(why) != std::string::npos, why << " in\n" << log);
+  auto trainer_log = read_file(trainer.log);
+  BOOST_TEST(trainer_log.find("40 batch(es) received") != std::string::npos,
+             trainer_log);
+  BOOST_TEST(trainer_log.find("trainer 0's port: refused") != std::string::npos,
+             trainer_log);
+  BOOST_TEST(trainer_log.find("refused: wrong version number (not TLS")
                != std::string::npos,
-             read_file(trainer.log));
-  expect_every_sample_once(report);
+             trainer_log);
+  expect_every_sample_once(report, 640);
 }
 
 BOOST_AUTO_TEST_CASE(a_four_gib_caf_header_is_closed_at_the_gate_on_loopback) {
@@ -114,13 +193,27 @@ BOOST_AUTO_TEST_CASE(a_four_gib_caf_header_is_closed_at_the_gate_on_loopback) {
   auto head = start_head(
     "guard", shaped({"--report=" + report,
                      "--cluster.nodes=[\"t-0:trainer\", \"w:worker:1\"]"}));
-  send_and_close(head.port, four_gib_header());
-  auto trainer = start_member(head.at, "guard", "trainer", "t-0", shaped({}));
+  std::vector<int> half_open{attack(head.port)};
+  auto trainer = start_member(head.at, "guard", "trainer", "t-0",
+                              shaped({"--trainer.sim-step-ms=50"}));
   auto worker = start_member(head.at, "guard", "worker", "w",
                              shaped({"--worker.count=1"}));
+  BOOST_REQUIRE(wait_for_text(trainer.log, "batch stream on", 30s));
+  for (auto port : trainer_ports(read_file(trainer.log)))
+    half_open.push_back(attack(port));
   BOOST_TEST(wait_exit(head.proc, 120s) == 0);
   for (auto* c : {&trainer, &worker})
     BOOST_TEST(wait_exit(*c, 20s) == 0);
+  for (int fd : half_open)
+    ::close(fd);
+  auto trainer_log = read_file(trainer.log);
+  BOOST_TEST(trainer_log.find("trainer 0's port: closed the connection")
+               != std::string::npos,
+             trainer_log);
+  BOOST_TEST(trainer_log.find("refused: its hello lacks this run's stream "
+                             "token")
+               != std::string::npos,
+             trainer_log);
   auto log = read_file(head.proc.log);
   BOOST_TEST(log.find("closed the connection from 127.0.0.1:")
                != std::string::npos,

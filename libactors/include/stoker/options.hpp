@@ -418,6 +418,9 @@ struct tls_spec {
   /// A directory from tools/make-certs: ca.pem, NAME.pem, NAME.key for
   /// this node's name (fills the three files that are not set).
   std::string dir;
+  /// Refuse to start without TLS configured, even on loopback (a config
+  /// file that means TLS, run without certificates by mistake).
+  bool required = false;
 
   /// Whether TLS is configured (the files are checked when loaded).
   bool enabled() const noexcept {

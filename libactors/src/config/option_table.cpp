@@ -130,6 +130,9 @@ std::vector<option_decl> make_table() {
           "a directory from tools/make-certs: ca.pem, NAME.pem and NAME.key "
           "for this node.name")
     .shown_default("none")
+    .boolean("required", node_at<&N::tls, &tls_spec::required>,
+             "refuse to start unless TLS is configured (tls.dir or "
+             "tls.certificate, tls.key and tls.ca-file), even on loopback")
     // -- pipeline
     .section("pipeline")
     .integer("seed", pipe_at<&P::source, &source_spec::seed>, 0, i64_max,

@@ -58,6 +58,11 @@ caf::error check_across_keys(const run_config& cfg,
                  "tls.dir; tools/make-certs makes them), or cluster.insecure "
                  "= true to run unauthenticated (docs/security.md)");
   };
+  if (node.tls.required && !node.tls.enabled()
+      && node.role != role_kind::local)
+    return bad("tls.required = true, and TLS is not configured; expected "
+               "tls.dir (tools/make-certs makes one), or tls.certificate, "
+               "tls.key and tls.ca-file");
   if (!node.tls.enabled() && !node.cluster.insecure) {
     if (listens && !is_loopback(node.cluster.bind))
       return unprotected("cluster.bind", node.cluster.bind);

@@ -95,6 +95,8 @@ struct local_part {
   // (beside `actors`).
   std::vector<std::unique_ptr<batch_listener>> streams;
   std::vector<uint32_t> indices;
+  // Trainer nodes: each trainer's (gated) CAF port, for the joined line.
+  std::vector<uint16_t> ports;
   // Set before the actors are told to exit: a worker then drops a batch it
   // cannot send instead of falling back and saying so.
   std::shared_ptr<std::atomic<bool>> stopping
@@ -175,6 +177,7 @@ start_trainer(caf::actor_system& sys, const run_config& cfg,
   where.index = index;
   where.host = cfg.node.cluster.bind;
   where.port = *port;
+  local.ports.push_back(*port);
   if (cfg.pipeline.transport.batch_stream) {
     // The largest frame a worker may send: a full batch of float32.
     auto token = random_token();
@@ -291,6 +294,8 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   std::cout << to_string(cfg.node.role) << " '" << cfg.node.name
             << "' joined; "
             << local->actors.size() << " actor(s) running";
+  for (auto port : local->ports)
+    std::cout << "; port " << cfg.node.cluster.bind << ":" << port;
   for (auto& stream : local->streams)
     std::cout << "; batch stream on " << cfg.node.cluster.bind << ":"
               << stream->port();
