@@ -260,6 +260,45 @@ BOOST_AUTO_TEST_CASE(a_console_beyond_loopback_without_a_token_is_a_config_error
     load({"--console.bind=0.0.0.0", "--console.token=s3cret"})));
 }
 
+BOOST_AUTO_TEST_CASE(listening_beyond_loopback_without_tls_is_a_config_error) {
+  for (auto role : {"--role=head", "--role=trainer"}) {
+    auto msg = rejection({role, "--cluster.head=10.0.0.1:4242",
+                          "--cluster.bind=10.0.0.2"});
+    BOOST_TEST(mentions(msg, "cluster.bind = \"10.0.0.2\" reaches beyond "
+                             "this machine, and TLS is not configured; "
+                             "expected tls.certificate, tls.key and "
+                             "tls.ca-file"),
+               msg);
+    BOOST_TEST(static_cast<bool>(load({role, "--cluster.head=10.0.0.1:4242",
+                                       "--cluster.bind=10.0.0.2",
+                                       "--cluster.insecure=true"})));
+    BOOST_TEST(static_cast<bool>(load({role, "--cluster.head=10.0.0.1:4242",
+                                       "--cluster.bind=10.0.0.2",
+                                       "--tls.dir=/etc/stoker/certs"})));
+  }
+  // A worker node listens nowhere.
+  BOOST_TEST(static_cast<bool>(load({"--role=worker",
+                                     "--cluster.head=10.0.0.1:4242",
+                                     "--cluster.bind=10.0.0.2"})));
+  auto console = rejection({"--role=head", "--console.port=4300",
+                            "--console.bind=0.0.0.0", "--console.token=t"});
+  BOOST_TEST(mentions(console, "console.bind = \"0.0.0.0\" reaches beyond"),
+             console);
+}
+
+BOOST_AUTO_TEST_CASE(tls_required_without_tls_and_openssl_keys_are_refused) {
+  auto msg = rejection({"--role=worker", "--cluster.head=127.0.0.1:4242",
+                        "--tls.required=true"});
+  BOOST_TEST(mentions(msg, "tls.required = true, and TLS is not configured"),
+             msg);
+  BOOST_TEST(static_cast<bool>(load({"--role=worker",
+                                     "--cluster.head=127.0.0.1:4242",
+                                     "--tls.required=true",
+                                     "--tls.dir=/etc/stoker/certs"})));
+  auto caf_module = rejection({}, "[openssl]\ncertificate = \"a.pem\"\n");
+  BOOST_TEST(mentions(caf_module, "under [tls]"), caf_module);
+}
+
 BOOST_AUTO_TEST_CASE(reports_syntax_errors_with_their_line) {
   auto msg = rejection({}, "[router]\nwindow=3\npolicy=round-robin\n");
   BOOST_TEST(mentions(msg, "syntax error at line 3"));

@@ -14,24 +14,38 @@
 
 namespace stoker::detail {
 
-caf::expected<listening_socket> tcp_listen(const std::string& bind,
-                                           uint16_t port,
-                                           const std::string& what) {
-  auto where = bind + ":" + std::to_string(port);
+namespace {
+
+using addresses = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
+
+// The TCP addresses of host:port (passive: to bind). Errors read
+// "DOING: cannot resolve 'HOST': REASON".
+caf::expected<addresses> resolve(const std::string& host, uint16_t port,
+                                 bool passive, const std::string& doing) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
   addrinfo* found = nullptr;
   auto service = std::to_string(port);
-  if (auto rc = ::getaddrinfo(bind.c_str(), service.c_str(), &hints, &found))
-    return make_error(errc::io_failure, "cannot listen for " + what + " on "
-                                          + where + ": cannot resolve '"
-                                          + bind + "': " + gai_strerror(rc));
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addrs{found,
-                                                           &freeaddrinfo};
+  if (auto rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found))
+    return make_error(errc::io_failure, doing + ": cannot resolve '" + host
+                                          + "': " + gai_strerror(rc));
+  return addresses{found, &freeaddrinfo};
+}
+
+} // namespace
+
+caf::expected<listening_socket> tcp_listen(const std::string& bind,
+                                           uint16_t port,
+                                           const std::string& what) {
+  auto doing = "cannot listen for " + what + " on " + bind + ":"
+               + std::to_string(port);
+  auto addrs = resolve(bind, port, true, doing);
+  if (!addrs)
+    return std::move(addrs.error());
   std::string last = "no address";
-  for (auto* a = addrs.get(); a != nullptr; a = a->ai_next) {
+  for (auto* a = addrs->get(); a != nullptr; a = a->ai_next) {
     int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
                       a->ai_protocol);
     if (fd < 0) {
@@ -53,26 +67,18 @@ caf::expected<listening_socket> tcp_listen(const std::string& bind,
                     : reinterpret_cast<sockaddr_in*>(&bound)->sin_port;
     return listening_socket{fd, ntohs(actual)};
   }
-  return make_error(errc::io_failure,
-                    "cannot listen for " + what + " on " + where + ": " + last);
+  return make_error(errc::io_failure, doing + ": " + last);
 }
 
 caf::expected<int> tcp_connect(const std::string& host, uint16_t port,
                                const std::string& what) {
-  auto where = host + ":" + std::to_string(port);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  auto service = std::to_string(port);
-  if (auto rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found))
-    return make_error(errc::io_failure, "cannot open " + what + " to " + where
-                                          + ": cannot resolve '" + host
-                                          + "': " + gai_strerror(rc));
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addrs{found,
-                                                           &freeaddrinfo};
+  auto doing = "cannot open " + what + " to " + host + ":"
+               + std::to_string(port);
+  auto addrs = resolve(host, port, false, doing);
+  if (!addrs)
+    return std::move(addrs.error());
   std::string last = "no address";
-  for (auto* a = addrs.get(); a != nullptr; a = a->ai_next) {
+  for (auto* a = addrs->get(); a != nullptr; a = a->ai_next) {
     int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
                       a->ai_protocol);
     if (fd < 0) {
@@ -87,8 +93,7 @@ caf::expected<int> tcp_connect(const std::string& host, uint16_t port,
     last = std::strerror(errno);
     ::close(fd);
   }
-  return make_error(errc::io_failure,
-                    "cannot open " + what + " to " + where + ": " + last);
+  return make_error(errc::io_failure, doing + ": " + last);
 }
 
 int tcp_accept(int listener, std::string& peer) {
