@@ -243,6 +243,8 @@ struct trainer_stats {
   /// The ledger's bits (delivery_ledger::pack) when the group has more
   /// than one rank: the report merges them into one ledger.
   std::vector<uint8_t> ledger_bits;
+  uint64_t batches_received = 0; ///< every batch that arrived (copies too)
+  uint64_t bytes_received = 0;   ///< their image bytes, as on the wire
 };
 
 /// What a run of a data-parallel group of `world` trainers does per the
@@ -269,6 +271,10 @@ struct trainer_status {
   double wait_ms = 0.0;    ///< data wait per step (average)
   double collective_ms = 0.0; ///< collective wait per step (average)
   std::string window_last_change;
+  /// How often its window changed, by reason (inflight_window).
+  uint32_t window_widened = 0;
+  uint32_t window_narrowed = 0;
+  uint32_t window_set = 0; ///< by hand (the console's `set router.window`)
 };
 
 /// What the router knows when a run ends.
@@ -308,6 +314,7 @@ struct worker_status {
   uint64_t outstanding = 0; ///< leased, not yet made
   uint64_t mailbox = 0;     ///< as last reported
   uint64_t items_done = 0;
+  uint64_t items_leased = 0; ///< leases it was given, over the run
   double rate_sps = 0.0;
   bool draining = false;
   double expected_delay_s = 0.0; ///< for one more batch
@@ -379,7 +386,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_status& x) {
   return f(caf::meta::type_name("trainer_status"), x.rank, x.node, x.host,
            x.present, x.window, x.in_flight, x.pending, x.heard_ms_ago,
-           x.period_ms, x.wait_ms, x.collective_ms, x.window_last_change);
+           x.period_ms, x.wait_ms, x.collective_ms, x.window_last_change,
+           x.window_widened, x.window_narrowed, x.window_set);
 }
 
 template <class Inspector>
@@ -404,13 +412,15 @@ typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
            x.skipped_samples, x.skipped_examples, x.epoch_train_loss,
            x.epoch_test_accuracy, x.gpu_blurred_batches, x.steady_faults,
            x.steady_batches, x.rank, x.node, x.collective_ns,
-           x.padded_samples, x.ledger_bits);
+           x.padded_samples, x.ledger_bits, x.batches_received,
+           x.bytes_received);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_status& x) {
   return f(caf::meta::type_name("worker_status"), x.name, x.host, x.alive,
-           x.local, x.outstanding, x.mailbox, x.items_done, x.draining,
+           x.local, x.outstanding, x.mailbox, x.items_done, x.items_leased,
+           x.draining,
            x.rate_sps, x.expected_delay_s, x.overdue_ms, x.heard_ms_ago);
 }
 

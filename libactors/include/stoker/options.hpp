@@ -460,6 +460,17 @@ struct console_spec {
   std::string token; ///< required as the first line if not empty
 };
 
+/// The head's (or a local run's) HTTP endpoints (`metrics.*`): /metrics in
+/// the Prometheus text format, /api/state (JSON) and the live dashboard
+/// at / (docs/metrics.md).
+struct metrics_spec {
+  uint16_t port = 0; ///< 0: off
+  std::string bind = "127.0.0.1";
+  /// Served this long after the run ends, so a last scrape (or the
+  /// dashboard) sees the final counts.
+  std::chrono::milliseconds linger{0};
+};
+
 /// How batches travel between worker and trainer (`transport.*`).
 struct transport_spec {
   dtype wire = dtype::float32; ///< image dtype between worker and trainer
@@ -481,6 +492,7 @@ struct node_options {
   cluster_spec cluster;
   tls_spec tls;         ///< this node's certificate, key and the cluster's CA
   console_spec console; ///< the head's or local node's consoles
+  metrics_spec metrics; ///< the head's or local node's HTTP endpoints
   std::string report_path; ///< empty: no JSON report
   bool resume = false; ///< the trainer continues from its last checkpoint
   bool print_nodes = false; ///< print cluster.nodes and exit

@@ -68,6 +68,18 @@ std::vector<option_decl> make_table() {
           "console.token")
     .text("token", node_at<&N::console, &console_spec::token>,
           "a console client's first line must be this")
+    // -- metrics
+    .section("metrics")
+    .integer("port", node_at<&N::metrics, &metrics_spec::port>, 0, 65535,
+             "the head (or local node) serves /metrics (Prometheus), "
+             "/api/state and the dashboard over HTTP here; 0 = off")
+    .text("bind", node_at<&N::metrics, &metrics_spec::bind>,
+          "the HTTP endpoints' address; beyond loopback it needs tls.* "
+          "(then mutual TLS) or cluster.insecure")
+    .duration("linger", node_at<&N::metrics, &metrics_spec::linger>,
+              "keep serving this long after the run ends, so a last "
+              "scrape (or the dashboard) sees the final counts",
+              true)
     // -- node
     .section("node")
     .text("name", node_at<&N::name>, "this node's name in the cluster (unique)")

@@ -66,11 +66,12 @@ caf::error check_across_keys(const run_config& cfg,
   if (!node.tls.enabled() && !node.cluster.insecure) {
     if (listens && !is_loopback(node.cluster.bind))
       return unprotected("cluster.bind", node.cluster.bind);
-    bool console = node.console.port != 0
-                   && (node.role == role_kind::head
-                       || node.role == role_kind::local);
-    if (console && !is_loopback(node.console.bind))
+    bool serves = node.role == role_kind::head
+                  || node.role == role_kind::local;
+    if (serves && node.console.port != 0 && !is_loopback(node.console.bind))
       return unprotected("console.bind", node.console.bind);
+    if (serves && node.metrics.port != 0 && !is_loopback(node.metrics.bind))
+      return unprotected("metrics.bind", node.metrics.bind);
   }
   if (p.blur.kernel_size % 2 == 0)
     return bad("pipeline.blur-kernel = " + std::to_string(p.blur.kernel_size)

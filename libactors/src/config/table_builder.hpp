@@ -174,16 +174,21 @@ public:
                             });
   }
 
-  /// A positive duration: 500ms, 10s.
+  /// A positive duration: 500ms, 10s (or 0s too, with `zero_ok`).
   template <class Field>
-  table_builder& duration(const char* key, Field field, const char* help) {
+  table_builder& duration(const char* key, Field field, const char* help,
+                          bool zero_ok = false) {
     return add<caf::timespan>(
-      key, Field::scope, help, "a duration", duration_text(field(defaults_)),
+      key, Field::scope, help, zero_ok ? "a duration (0s: none)" : "a duration",
+      duration_text(field(defaults_)),
       [=](const std::string& name, const caf::config_value& v,
           run_config& cfg) {
         auto x = caf::get_if<caf::timespan>(&v);
-        if (x == nullptr || x->count() <= 0)
-          return bad_value(name, v, "a positive duration such as 500ms or 10s");
+        if (x == nullptr || x->count() < 0 || (x->count() == 0 && !zero_ok))
+          return bad_value(name, v,
+                           zero_ok ? "a duration such as 0s, 500ms or 10s"
+                                   : "a positive duration such as 500ms or "
+                                     "10s");
         field(cfg) = std::chrono::duration_cast<std::chrono::milliseconds>(*x);
         return caf::error{};
       });

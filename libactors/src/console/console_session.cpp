@@ -274,19 +274,36 @@ caf::expected<std::vector<trainer_stats>> console_session::trainers_now() {
   return out;
 }
 
-caf::expected<std::string> console_session::stats_json() {
+caf::expected<job_view> console_session::view() {
   auto router = router_now();
   if (!router)
     return std::move(router.error());
-  auto trainers = trainers_now();
-  if (!trainers)
-    return std::move(trainers.error());
-  std::vector<worker_stats> workers;
-  if (auto found = members())
-    for (auto& w : found->workers)
+  job_view out;
+  out.router = std::move(*router);
+  if (auto members = this->members()) {
+    for (auto& t : members->trainers)
+      if (auto s = ask<trainer_stats>(self_, t, stats_atom::value))
+        out.trainers.push_back(std::move(*s));
+    for (auto& w : members->workers)
       if (auto s = ask<worker_stats>(self_, w, stats_atom::value))
-        workers.push_back(std::move(*s));
-  return to_json(make_report(router->summary, std::move(*trainers), workers));
+        out.workers.push_back(std::move(*s));
+  }
+  std::sort(out.trainers.begin(), out.trainers.end(),
+            [](auto& a, auto& b) { return a.rank < b.rank; });
+  if (auto rows = nodes())
+    out.nodes = std::move(*rows);
+  return out;
+}
+
+caf::expected<std::string> console_session::stats_json() {
+  auto now = view();
+  if (!now)
+    return std::move(now.error());
+  if (now->trainers.empty())
+    return make_error(errc::run_failure, "no trainer has joined (or none "
+                                         "answered)");
+  return to_json(make_report(now->router.summary, std::move(now->trainers),
+                             now->workers));
 }
 
 caf::expected<std::vector<actor_row>> console_session::actors() {

@@ -68,6 +68,15 @@ struct console_target {
   std::vector<node_row> nodes; ///< a local run's own node
 };
 
+/// What the head's (or a local run's) actors say about the job now, asked
+/// at once: what `stats --json`, /metrics and /api/state are made from.
+struct job_view {
+  router_status router;
+  std::vector<trainer_stats> trainers; ///< by rank; empty before one joins
+  std::vector<worker_stats> workers;   ///< those that answered
+  std::vector<node_row> nodes;
+};
+
 /// Runs console lines against a running job: asks the membership actor, the
 /// router and the trainer (each request with a 2 s timeout) through its own
 /// scoped actor, so every console connection gets one and uses it from its
@@ -81,6 +90,10 @@ public:
   /// Every node's and worker's name (for completing `drain NODE|WORKER`);
   /// none of those whose actor does not answer.
   std::vector<std::string> node_names();
+
+  /// The job now. Errors only when the router does not answer; trainers
+  /// and workers that do not answer (or have not joined) are left out.
+  caf::expected<job_view> view();
 
 private:
   caf::expected<router_status> router_now();

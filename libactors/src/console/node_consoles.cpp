@@ -17,14 +17,9 @@ node_consoles::open(caf::actor_system& sys, const console_spec& spec,
     if (!tcp)
       return std::move(tcp.error());
     out.tcp_ = std::move(*tcp);
-    gate_options options;
-    options.what = "the console port";
-    options.tls = std::move(tls);
-    options.log = [](const std::string& line) {
-      std::cerr << "stoker-node: " + line + "\n" << std::flush;
-    };
     auto front = gate::open(spec.bind, spec.port, out.tcp_->port(),
-                            std::move(options));
+                            service_gate_options("the console port",
+                                                 std::move(tls)));
     if (!front)
       return std::move(front.error());
     out.gate_ = std::move(*front);

@@ -9,45 +9,15 @@
 #include <unistd.h>
 
 #include "stoker/errors.hpp"
+#include "core/json_text.hpp"
 
 namespace stoker {
 
 namespace {
 
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
+std::string quoted(const std::string& s) { return json_quoted(s); }
 
-std::string number(double x) {
-  if (!std::isfinite(x))
-    return "null";
-  std::ostringstream out;
-  out.precision(6);
-  out << x;
-  return out.str();
-}
+std::string number(double x) { return json_number(x); }
 
 double per_batch(uint64_t faults, uint64_t batches) {
   return batches > 0 ? static_cast<double>(faults)

@@ -14,6 +14,7 @@
 #include "node/membership_actor.hpp"
 #include "node/node_links.hpp"
 #include "node/run_outcome.hpp"
+#include "observe/http_observer.hpp"
 #include "routing/router_actor.hpp"
 #include "routing/source_actor.hpp"
 #include "train/collective.hpp"
@@ -151,10 +152,18 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   console_target target;
   target.router = router;
   target.membership = front_door;
-  auto consoles = node_consoles::open(sys, cfg.node.console, std::move(target),
-                                      "head", links.tls());
+  auto consoles = node_consoles::open(sys, cfg.node.console, target, "head",
+                                      links.tls());
   if (!consoles) {
     std::cerr << "stoker-node: " << describe(consoles.error()) << std::endl;
+    stop();
+    return 1;
+  }
+  auto observer = open_http_observer(sys, cfg.node.metrics, std::move(target),
+                                     links.tls(), "head");
+  if (!observer) {
+    std::cerr << "stoker-node: " << describe(observer.error()) << std::endl;
+    consoles = node_consoles{};
     stop();
     return 1;
   }
@@ -215,6 +224,8 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
                                        members.workers, err);
       });
   int code = finish_run(result, cfg);
+  linger(observer->get(), cfg.node.metrics, "head");
+  observer->reset();
   consoles = node_consoles{}; // closes every console
   shut_down_nodes(self, current_roster(self, front_door));
   stop();

@@ -9,6 +9,7 @@
 #include "stoker/errors.hpp"
 #include "console/node_consoles.hpp"
 #include "node/node_links.hpp"
+#include "observe/http_observer.hpp"
 #include "core/machine.hpp"
 #include "data/epoch_source.hpp"
 #include "node/roles.hpp"
@@ -129,13 +130,16 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
     join.memory_bytes = physical_memory_bytes();
     self->send(router, std::move(join));
   }
-  auto consoles = node_consoles::open(sys, cfg.node.console,
-                                      local_console_target(cfg, router,
-                                                           trainers, workers),
-                                      "local", std::move(console_tls));
+  auto target = local_console_target(cfg, router, trainers, workers);
+  auto consoles = node_consoles::open(sys, cfg.node.console, target, "local",
+                                      console_tls);
+  auto observer = open_http_observer(sys, cfg.node.metrics, std::move(target),
+                                     std::move(console_tls), "local");
   caf::expected<run_report> result{caf::error{}};
   if (!consoles)
     result = std::move(consoles.error());
+  else if (!observer)
+    result = std::move(observer.error());
   else
     self->request(router, caf::infinite, run_atom::value)
       .receive(
@@ -150,6 +154,10 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
           result = collect_failed_report(self, router, trainers, workers,
                                          err);
         });
+  if (observer) {
+    linger(observer->get(), cfg.node.metrics, "local");
+    observer->reset(); // before the actors it asks
+  }
   consoles = node_consoles{}; // before the actors they ask
   for (auto& w : workers)
     stop(w);

@@ -22,7 +22,7 @@ class tls_context;
 /// Returns the run report, or the error that ended the run early. The
 /// sources, transforms and model come from `reg` (read while the actors
 /// are set up; they keep no reference to it). `console_tls`: mutual TLS
-/// for a console bound beyond loopback (node_consoles).
+/// for a console or HTTP endpoints bound beyond loopback.
 caf::expected<run_report>
 run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
           std::shared_ptr<const tls_context> console_tls = nullptr);

@@ -44,6 +44,7 @@ uint32_t inflight_window::set_size(uint32_t n, const std::string& why) {
   size_ = std::clamp(n, limits_.min, max_);
   if (size_ != before) {
     ++changes_;
+    ++set_by_hand_;
     last_change_ = "set " + std::to_string(before) + " -> "
                    + std::to_string(size_) + ": " + why;
   }
@@ -81,6 +82,7 @@ void inflight_window::decide(uint64_t queued_items) {
   }
   if (size_ != before) {
     ++changes_;
+    ++(size_ > before ? widened_ : narrowed_);
     last_change_ = (size_ > before ? "widened " : "narrowed ")
                    + std::to_string(before) + " -> " + std::to_string(size_)
                    + ": " + why;

@@ -50,6 +50,12 @@ public:
   uint32_t changes() const noexcept { return changes_; }
   const std::string& last_change() const noexcept { return last_change_; }
 
+  /// The changes by reason: widened (the trainer waited), narrowed (it
+  /// never did while batches queued), set by hand.
+  uint32_t widened() const noexcept { return widened_; }
+  uint32_t narrowed() const noexcept { return narrowed_; }
+  uint32_t set_by_hand() const noexcept { return set_by_hand_; }
+
 private:
   void decide(uint64_t queued_items);
 
@@ -63,6 +69,9 @@ private:
   uint64_t step_ns_ = 0;
   uint64_t queued_at_last_decision_ = 0;
   uint32_t changes_ = 0;
+  uint32_t widened_ = 0;
+  uint32_t narrowed_ = 0;
+  uint32_t set_by_hand_ = 0;
   std::string last_change_;
 };
 

@@ -30,7 +30,12 @@ router_status status_of(router_ptr self) {
     ts.host = t.host;
     ts.present = static_cast<bool>(t.actor);
     ts.window = t.window ? t.window->size() : 0;
-    ts.window_last_change = t.window ? t.window->last_change() : "";
+    if (t.window) {
+      ts.window_last_change = t.window->last_change();
+      ts.window_widened = t.window->widened();
+      ts.window_narrowed = t.window->narrowed();
+      ts.window_set = t.window->set_by_hand();
+    }
     ts.in_flight = s.book.in_flight(r);
     ts.pending = s.book.pending(r);
     if (t.actor) {
@@ -59,6 +64,7 @@ router_status status_of(router_ptr self) {
     ws.outstanding = w.outstanding_items;
     ws.mailbox = w.mailbox_depth;
     ws.items_done = w.items_done;
+    ws.items_leased = w.items_leased;
     ws.draining = w.draining;
     ws.rate_sps = w.has_rate ? w.rate_sps : 0.0;
     ws.expected_delay_s = s.table.expected_delay(i, samples, now);

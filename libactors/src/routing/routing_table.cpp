@@ -46,6 +46,7 @@ bool routing_table::near_to(size_t index, const std::string& near) const {
 void routing_table::on_lease(size_t index, uint32_t samples) {
   auto& w = workers_.at(index);
   ++w.outstanding_items;
+  ++w.items_leased;
   w.outstanding_samples += samples;
 }
 

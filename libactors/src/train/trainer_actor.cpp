@@ -311,6 +311,8 @@ void run_when_ready(trainer_ptr self, image_batch&& batch,
 
 void on_batch(trainer_ptr self, image_batch& batch) {
   auto& s = self->state;
+  ++s.stats.batches_received;
+  s.stats.bytes_received += batch.data.size();
   auto same = [&](auto& h) { return h.batch_id == batch.batch_id; };
   bool copy = s.consumed.contains(batch.batch_id)
               || std::any_of(s.held.begin(), s.held.end(), same)

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iostream>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -185,6 +186,17 @@ void say(const gate_options& options, const std::string& what) {
 } // namespace
 
 // -- gate ---------------------------------------------------------------------
+
+gate_options service_gate_options(std::string what,
+                                  std::shared_ptr<const tls_context> tls) {
+  gate_options options;
+  options.what = std::move(what);
+  options.tls = std::move(tls);
+  options.log = [](const std::string& line) {
+    std::cerr << "stoker-node: " + line + "\n" << std::flush;
+  };
+  return options;
+}
 
 gate::gate(private_tag, int fd, uint16_t port, uint16_t inner_port,
            gate_options options)
@@ -396,7 +408,8 @@ void tunnel::run() {
   }
   ::shutdown(listener_, SHUT_RDWR);
   if (local_ >= 0 && !stopping_) {
-    auto why = relay(end_point{remote_, &stream_}, end_point{local_, nullptr},
+    auto why = relay(end_point{remote_, &stream_},
+                     end_point{local_.load(), nullptr},
                      options_.max_message_bytes, stopping_);
     if (!why.empty() && !stopping_)
       say(options_, options_.what + " at " + peer_ + ": connection closed: "

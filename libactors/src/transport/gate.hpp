@@ -54,6 +54,12 @@ struct gate_options {
   std::function<void(const std::string&)> log;
 };
 
+/// A gate's options for a service that does not speak BASP (the console,
+/// the HTTP endpoints): mutual TLS with `tls`, no BASP check, the default
+/// limits, refusals said on standard error as "stoker-node: ...".
+gate_options service_gate_options(std::string what,
+                                  std::shared_ptr<const tls_context> tls);
+
 /// A node's port as the network sees it: listens on bind:port and relays
 /// each accepted connection, once its TLS handshake has checked the peer's
 /// certificate, to `inner_port` on loopback (CAF's middleman, published
@@ -143,7 +149,7 @@ private:
   int listener_;
   uint16_t local_port_;
   int remote_;
-  int local_ = -1;
+  std::atomic<int> local_{-1}; // set by the relay thread, read by ~tunnel
   tls_stream stream_;
   std::string peer_;
   gate_options options_;

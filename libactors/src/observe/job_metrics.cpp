@@ -1,0 +1,252 @@
+#include "observe/job_metrics.hpp"
+
+#include <map>
+#include <sstream>
+
+#include "core/json_text.hpp"
+#include "core/run_report.hpp"
+#include "observe/metrics_text.hpp"
+
+namespace stoker {
+
+namespace {
+
+double seconds(uint64_t ns) {
+  return static_cast<double>(ns) * 1e-9;
+}
+
+// A trainer's label: NODE/RANK (a local run's node is "local").
+std::string trainer_label(const std::string& node, uint32_t rank) {
+  return (node.empty() ? std::string{"local"} : node) + "/"
+         + std::to_string(rank);
+}
+
+// The node a worker runs on: the part of "NODE/i" before the slash; a
+// local run's workers ("worker-i") are on its one node.
+std::string worker_node(const job_view& job, const std::string& worker) {
+  auto slash = worker.rfind('/');
+  if (slash != std::string::npos)
+    return worker.substr(0, slash);
+  return job.nodes.size() == 1 ? job.nodes.front().name : "local";
+}
+
+} // namespace
+
+std::string render_metrics(const job_view& job, std::string_view version) {
+  metrics_text m;
+  auto& r = job.router;
+  auto& sum = r.summary;
+  m.family("stoker_build_info", metric_kind::gauge,
+           "always 1; the Stoker release serving these metrics");
+  m.sample({{"version", std::string{version}}}, 1);
+  m.family("stoker_node_up", metric_kind::gauge,
+           "1 while a node of the cluster is joined, 0 once it left");
+  for (auto& n : job.nodes)
+    m.sample({{"node", n.name}, {"role", to_string(n.role)}},
+             n.state == "left" ? 0 : 1);
+  m.family("stoker_node_heartbeat_age_seconds", metric_kind::gauge,
+           "since the router last heard from a node's workers or trainer");
+  for (auto& n : job.nodes)
+    if (auto ms = node_heard_ms_ago(n, r))
+      m.sample({{"node", n.name}}, static_cast<double>(*ms) * 1e-3);
+
+  // The run as a whole.
+  uint64_t delivered = 0;
+  uint64_t dropped = 0;
+  uint64_t rejected = 0;
+  for (auto& t : job.trainers) {
+    delivered += t.samples_delivered;
+    dropped += t.dropped_copies;
+    rejected += t.rejected_batches;
+  }
+  m.family("stoker_samples_expected", metric_kind::gauge,
+           "training samples the run delivers, each once");
+  m.sample(static_cast<double>(sum.samples_expected));
+  m.family("stoker_samples_delivered_total", metric_kind::counter,
+           "training samples the trainers took in (the report's "
+           "samples_delivered)");
+  m.sample(static_cast<double>(delivered));
+  m.family("stoker_run_seconds", metric_kind::gauge,
+           "wall time since the run began");
+  m.sample(seconds(sum.wall_ns));
+  m.family("stoker_batches_leased_total", metric_kind::counter,
+           "work items the router leased to workers");
+  m.sample(static_cast<double>(sum.batches_leased));
+  m.family("stoker_batches_acked_total", metric_kind::counter,
+           "batches the trainers acknowledged");
+  m.sample(static_cast<double>(sum.batches_acked));
+  m.family("stoker_batches_released_total", metric_kind::counter,
+           "leases given to another worker because theirs was lost");
+  m.sample(static_cast<double>(sum.batches_released));
+  m.family("stoker_batches_hedged_total", metric_kind::counter,
+           "stragglers leased a second time (router.hedge-factor)");
+  m.sample(static_cast<double>(sum.batches_hedged));
+  m.family("stoker_dropped_copies_total", metric_kind::counter,
+           "second copies of a batch the trainers dropped by batch id");
+  m.sample(static_cast<double>(dropped));
+  m.family("stoker_rejected_batches_total", metric_kind::counter,
+           "batches the trainers refused (shape, checksum)");
+  m.sample(static_cast<double>(rejected));
+  m.family("stoker_workers_lost_total", metric_kind::counter,
+           "workers that died or went silent");
+  m.sample(static_cast<double>(sum.lost_workers.size()));
+
+  // Trainers: their own counts.
+  std::vector<std::pair<std::string, const trainer_stats*>> trainers;
+  for (auto& t : job.trainers)
+    trainers.emplace_back(trainer_label(t.node, t.rank), &t);
+  auto per_trainer = [&](const char* name, metric_kind kind,
+                         const char* help, auto value) {
+    m.family(name, kind, help);
+    for (auto& [label, t] : trainers)
+      m.sample({{"trainer", label}}, value(*t));
+  };
+  per_trainer("stoker_trainer_steps_total", metric_kind::counter,
+              "training steps", [](auto& t) { return double(t.steps); });
+  per_trainer("stoker_trainer_batches_total", metric_kind::counter,
+              "batches that arrived at the trainer (second copies too)",
+              [](auto& t) { return double(t.batches_received); });
+  per_trainer("stoker_trainer_received_bytes_total", metric_kind::counter,
+              "image bytes of those batches as they travelled (the batch "
+              "stream, or CAF messages)",
+              [](auto& t) { return double(t.bytes_received); });
+  per_trainer("stoker_trainer_samples_total", metric_kind::counter,
+              "training samples the trainer took in",
+              [](auto& t) { return double(t.samples_delivered); });
+  per_trainer("stoker_trainer_data_wait_seconds_total", metric_kind::counter,
+              "time the accelerator sat idle waiting for data",
+              [](auto& t) { return seconds(t.wait_ns); });
+  per_trainer("stoker_trainer_step_seconds_total", metric_kind::counter,
+              "time in training steps",
+              [](auto& t) { return seconds(t.step_ns); });
+  per_trainer("stoker_trainer_collective_seconds_total", metric_kind::counter,
+              "time in the group's gradient all-reduce",
+              [](auto& t) { return seconds(t.collective_ns); });
+
+  // Trainers as the router sees them.
+  m.family("stoker_router_window", metric_kind::gauge,
+           "batches the router keeps in flight for a trainer");
+  for (auto& t : r.trainers)
+    m.sample({{"trainer", trainer_label(t.node, t.rank)}}, t.window);
+  m.family("stoker_router_leases_in_flight", metric_kind::gauge,
+           "batches leased for a trainer and not yet acknowledged");
+  for (auto& t : r.trainers)
+    m.sample({{"trainer", trainer_label(t.node, t.rank)}},
+             static_cast<double>(t.in_flight));
+  m.family("stoker_router_window_changes_total", metric_kind::counter,
+           "changes of a trainer's window, by reason (widened: the trainer "
+           "waited; narrowed: batches queued while it never waited; set: by "
+           "hand)");
+  for (auto& t : r.trainers) {
+    auto label = trainer_label(t.node, t.rank);
+    m.sample({{"trainer", label}, {"reason", "widened"}}, t.window_widened);
+    m.sample({{"trainer", label}, {"reason", "narrowed"}}, t.window_narrowed);
+    m.sample({{"trainer", label}, {"reason", "set"}}, t.window_set);
+  }
+
+  // Workers: the router's view, and their own busy time.
+  std::map<std::string, const worker_stats*> own;
+  for (auto& w : job.workers)
+    own[w.name] = &w;
+  auto labels_of = [&](const std::string& name) {
+    return metric_labels{{"node", worker_node(job, name)}, {"worker", name}};
+  };
+  m.family("stoker_worker_up", metric_kind::gauge,
+           "1 while the router counts on a worker, 0 once it is lost");
+  for (auto& w : r.workers)
+    m.sample(labels_of(w.name), w.alive ? 1 : 0);
+  m.family("stoker_worker_mailbox_depth", metric_kind::gauge,
+           "messages waiting in a worker's mailbox, as it last reported");
+  for (auto& w : r.workers)
+    m.sample(labels_of(w.name), static_cast<double>(w.mailbox));
+  m.family("stoker_worker_outstanding_leases", metric_kind::gauge,
+           "items leased to a worker and not yet made");
+  for (auto& w : r.workers)
+    m.sample(labels_of(w.name), static_cast<double>(w.outstanding));
+  m.family("stoker_router_leases_total", metric_kind::counter,
+           "leases the router gave a worker");
+  for (auto& w : r.workers)
+    m.sample(labels_of(w.name), static_cast<double>(w.items_leased));
+  m.family("stoker_worker_busy_seconds_total", metric_kind::counter,
+           "time a worker spent making batches");
+  for (auto& [name, w] : own)
+    m.sample(labels_of(name), seconds(w->busy_ns));
+  m.family("stoker_worker_batches_total", metric_kind::counter,
+           "batches a worker made");
+  for (auto& [name, w] : own)
+    m.sample(labels_of(name), static_cast<double>(w->batches));
+  return m.text();
+}
+
+std::string render_state_json(const job_view& job, std::string_view version) {
+  std::ostringstream out;
+  auto& r = job.router;
+  out << "{\"version\": " << json_quoted(version) << ",\n\"report\": ";
+  if (job.trainers.empty())
+    out << "null";
+  else
+    out << to_json(make_report(r.summary, job.trainers, job.workers));
+  out << ",\n\"paused\": " << (r.paused ? "true" : "false")
+      << ",\n\"in_flight\": " << r.in_flight << ",\n\"nodes\": [";
+  for (size_t i = 0; i < job.nodes.size(); ++i) {
+    auto& n = job.nodes[i];
+    auto heard = node_heard_ms_ago(n, r);
+    out << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_quoted(n.name)
+        << ", \"role\": " << json_quoted(to_string(n.role))
+        << ", \"host\": " << json_quoted(n.host)
+        << ", \"state\": " << json_quoted(n.state)
+        << ", \"cores\": " << n.cores << ", \"workers\": " << n.workers
+        << ", \"heard_ms_ago\": "
+        << (heard ? std::to_string(*heard) : std::string{"null"}) << "}";
+  }
+  std::map<std::string, const worker_stats*> own;
+  for (auto& w : job.workers)
+    own[w.name] = &w;
+  out << "],\n\"workers\": [";
+  for (size_t i = 0; i < r.workers.size(); ++i) {
+    auto& w = r.workers[i];
+    auto found = own.find(w.name);
+    out << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_quoted(w.name)
+        << ", \"node\": " << json_quoted(worker_node(job, w.name))
+        << ", \"alive\": " << (w.alive ? "true" : "false")
+        << ", \"draining\": " << (w.draining ? "true" : "false")
+        << ", \"mailbox\": " << w.mailbox
+        << ", \"outstanding\": " << w.outstanding
+        << ", \"leases\": " << w.items_leased
+        << ", \"items_done\": " << w.items_done
+        << ", \"rate_sps\": " << json_number(w.rate_sps)
+        << ", \"heard_ms_ago\": " << w.heard_ms_ago << ", \"busy_ns\": "
+        << (found != own.end() ? found->second->busy_ns : 0)
+        << ", \"alive_ns\": "
+        << (found != own.end() ? found->second->alive_ns : 0) << "}";
+  }
+  out << "],\n\"trainers\": [";
+  for (size_t i = 0; i < r.trainers.size(); ++i) {
+    auto& t = r.trainers[i];
+    const trainer_stats* mine = nullptr;
+    for (auto& s : job.trainers)
+      if (s.rank == t.rank)
+        mine = &s;
+    out << (i ? ",\n  " : "\n  ") << "{\"name\": "
+        << json_quoted(trainer_label(t.node, t.rank))
+        << ", \"rank\": " << t.rank
+        << ", \"present\": " << (t.present ? "true" : "false")
+        << ", \"window\": " << t.window
+        << ", \"window_last_change\": " << json_quoted(t.window_last_change)
+        << ", \"in_flight\": " << t.in_flight
+        << ", \"pending\": " << t.pending
+        << ", \"heard_ms_ago\": " << t.heard_ms_ago
+        << ", \"steps\": " << (mine ? mine->steps : 0)
+        << ", \"samples\": " << (mine ? mine->samples_delivered : 0)
+        << ", \"wait_ns\": " << (mine ? mine->wait_ns : 0)
+        << ", \"step_ns\": " << (mine ? mine->step_ns : 0) << "}";
+  }
+  out << "],\n\"lost_workers\": [";
+  for (size_t i = 0; i < r.summary.lost_workers.size(); ++i)
+    out << (i ? ", " : "") << json_quoted(r.summary.lost_workers[i]);
+  out << "],\n\"run_seconds\": " << json_number(seconds(r.summary.wall_ns))
+      << ",\n\"samples_expected\": " << r.summary.samples_expected << "\n}\n";
+  return out.str();
+}
+
+} // namespace stoker

@@ -1,0 +1,130 @@
+#include <boost/test/unit_test.hpp>
+
+#include "observe/job_metrics.hpp"
+#include "support/prometheus_text.hpp"
+
+using namespace stoker;
+
+namespace {
+
+// A cluster in the middle of a run: a trainer, two workers on one node,
+// one lost worker.
+job_view mid_run() {
+  job_view job;
+  auto& r = job.router;
+  r.summary.samples_expected = 1000;
+  r.summary.batches_leased = 12;
+  r.summary.batches_acked = 9;
+  r.summary.batches_released = 1;
+  r.summary.lost_workers = {"w-b/1"};
+  r.summary.wall_ns = 2'500'000'000;
+  trainer_status t;
+  t.rank = 0;
+  t.node = "t-0";
+  t.present = true;
+  t.window = 6;
+  t.in_flight = 3;
+  t.window_widened = 2;
+  t.window_narrowed = 1;
+  t.window_last_change = "narrowed 7 -> 6: trainer never waited";
+  r.trainers.push_back(t);
+  for (auto name : {"w-a/0", "w-b/1"}) {
+    worker_status w;
+    w.name = name;
+    w.alive = std::string{name} == "w-a/0";
+    w.mailbox = 2;
+    w.outstanding = 1;
+    w.items_leased = 7;
+    r.workers.push_back(w);
+  }
+  trainer_stats ts;
+  ts.node = "t-0";
+  ts.steps = 9;
+  ts.samples_delivered = 288;
+  ts.wait_ns = 1'500'000'000;
+  ts.step_ns = 900'000'000;
+  ts.batches_received = 10;
+  ts.bytes_received = 10 * 38'535'168ull;
+  ts.dropped_copies = 1;
+  job.trainers.push_back(ts);
+  worker_stats ws;
+  ws.name = "w-a/0";
+  ws.batches = 7;
+  ws.busy_ns = 2'000'000'000;
+  ws.alive_ns = 2'400'000'000;
+  job.workers.push_back(ws);
+  node_row head;
+  head.name = "head";
+  head.role = role_kind::head;
+  head.state = "joined";
+  node_row gone;
+  gone.name = "w-b";
+  gone.role = role_kind::worker;
+  gone.state = "left";
+  job.nodes = {head, gone};
+  return job;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(job_metrics)
+
+BOOST_AUTO_TEST_CASE(every_family_is_valid_text_format_with_one_prefix) {
+  auto text = render_metrics(mid_run(), "1.2.3");
+  auto s = stoker_test::parse_prometheus_text(text);
+  BOOST_TEST(s.errors.empty(), text);
+  for (auto& [family, type] : s.types)
+    BOOST_TEST(family.rfind("stoker_", 0) == 0u, family);
+  BOOST_TEST(s.value("stoker_build_info{version=\"1.2.3\"}") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(counts_come_from_the_actors_in_base_units) {
+  auto s = stoker_test::parse_prometheus_text(render_metrics(mid_run(), "v"));
+  BOOST_TEST(s.value("stoker_samples_delivered_total") == 288);
+  BOOST_TEST(s.value("stoker_samples_expected") == 1000);
+  BOOST_TEST(s.value("stoker_trainer_data_wait_seconds_total{trainer=\"t-0/0\"}")
+             == 1.5);
+  BOOST_TEST(s.value("stoker_trainer_steps_total{trainer=\"t-0/0\"}") == 9);
+  BOOST_TEST(s.value("stoker_trainer_received_bytes_total{trainer=\"t-0/0\"}")
+             == 385351680);
+  BOOST_TEST(s.value("stoker_worker_busy_seconds_total{node=\"w-a\",worker=\"w-a/0\"}")
+             == 2);
+  BOOST_TEST(s.value("stoker_worker_up{node=\"w-b\",worker=\"w-b/1\"}") == 0);
+  BOOST_TEST(s.value("stoker_router_leases_total{node=\"w-a\",worker=\"w-a/0\"}")
+             == 7);
+  BOOST_TEST(s.value("stoker_router_window{trainer=\"t-0/0\"}") == 6);
+  BOOST_TEST(s.value("stoker_router_window_changes_total{trainer=\"t-0/0\","
+                     "reason=\"widened\"}")
+             == 2);
+  BOOST_TEST(s.value("stoker_router_window_changes_total{trainer=\"t-0/0\","
+                     "reason=\"narrowed\"}")
+             == 1);
+  BOOST_TEST(s.value("stoker_batches_released_total") == 1);
+  BOOST_TEST(s.value("stoker_dropped_copies_total") == 1);
+  BOOST_TEST(s.value("stoker_workers_lost_total") == 1);
+  BOOST_TEST(s.value("stoker_node_up{node=\"w-b\",role=\"worker\"}") == 0);
+  BOOST_TEST(s.value("stoker_run_seconds") == 2.5);
+}
+
+BOOST_AUTO_TEST_CASE(before_a_trainer_joins_the_families_are_there_and_empty) {
+  job_view job;
+  auto text = render_metrics(job, "v");
+  auto s = stoker_test::parse_prometheus_text(text);
+  BOOST_TEST(s.errors.empty(), text);
+  BOOST_TEST(s.value("stoker_samples_delivered_total") == 0);
+  BOOST_TEST(s.types.count("stoker_trainer_data_wait_seconds_total") == 1u);
+  auto json = render_state_json(job, "v");
+  BOOST_TEST(json.find("\"report\": null") != std::string::npos, json);
+}
+
+BOOST_AUTO_TEST_CASE(state_json_carries_the_report_and_the_live_view) {
+  auto json = render_state_json(mid_run(), "v");
+  for (auto key : {"\"report\": {", "\"samples_delivered\": 288",
+                   "\"name\": \"w-a/0\"", "\"leases\": 7",
+                   "\"window_last_change\": \"narrowed 7 -> 6: trainer "
+                   "never waited\"",
+                   "\"lost_workers\": [\"w-b/1\"]", "\"busy_ns\": 2000000000"})
+    BOOST_TEST(json.find(key) != std::string::npos, key << " in " << json);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
