@@ -44,6 +44,18 @@ struct enum_names<role_kind> {
     {role_kind::trainer, "trainer"}};
 };
 
+/// Whether a head or local node shows one updating progress line
+/// (`--progress`): auto = when standard output is a terminal.
+enum class progress_mode : uint8_t { automatic = 1, on = 2, off = 3 };
+
+template <>
+struct enum_names<progress_mode> {
+  static constexpr enum_name<progress_mode> table[] = {
+    {progress_mode::automatic, "auto"},
+    {progress_mode::on, "on"},
+    {progress_mode::off, "off"}};
+};
+
 /// How a worker makes a batch: decided once per run (prepare_run) and
 /// shipped with the pipeline.
 enum class pipeline_kind : uint8_t {
@@ -494,6 +506,7 @@ struct node_options {
   console_spec console; ///< the head's or local node's consoles
   metrics_spec metrics; ///< the head's or local node's HTTP endpoints
   std::string report_path; ///< empty: no JSON report
+  progress_mode progress = progress_mode::automatic;
   bool resume = false; ///< the trainer continues from its last checkpoint
   bool print_nodes = false; ///< print cluster.nodes and exit
   uint32_t workers = 0; ///< CPU workers; 0 = one per core

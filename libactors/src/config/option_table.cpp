@@ -49,6 +49,10 @@ std::vector<option_decl> make_table() {
     .text("report", node_at<&N::report_path>,
           "write the JSON run report to this path")
     .shown_default("none")
+    .choice("progress", node_at<&N::progress>,
+            "one updating progress line on a head or local node (samples, "
+            "samples/s, ETA, accelerator idle) instead of the Iteration "
+            "lines; auto: when standard output is a terminal")
     .boolean("print-nodes", node_at<&N::print_nodes>,
              "print cluster.nodes as NAME ROLE WORKERS lines and exit (for "
              "tools/launch-cluster)")

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <unistd.h>
+
 #include "stoker/errors.hpp"
 #include "config/option_table.hpp"
 
@@ -117,6 +119,14 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   if (auto err = check_across_keys(cfg, content))
     return err;
   return cfg;
+}
+
+bool shows_progress(const node_options& node) {
+  if (node.role != role_kind::head && node.role != role_kind::local)
+    return false;
+  return node.progress == progress_mode::on
+         || (node.progress == progress_mode::automatic
+             && ::isatty(STDOUT_FILENO) == 1);
 }
 
 } // namespace stoker

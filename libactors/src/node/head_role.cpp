@@ -4,17 +4,20 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <tuple>
 
 #include <caf/scoped_actor.hpp>
 
 #include "stoker/errors.hpp"
+#include "config/run_config.hpp"
 #include "console/node_consoles.hpp"
 #include "data/epoch_source.hpp"
 #include "node/membership_actor.hpp"
 #include "node/node_links.hpp"
 #include "node/run_outcome.hpp"
 #include "observe/http_observer.hpp"
+#include "observe/progress_line.hpp"
 #include "routing/router_actor.hpp"
 #include "routing/source_actor.hpp"
 #include "train/collective.hpp"
@@ -209,6 +212,9 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   }
   std::cout << "head: " << members.nodes.size()
             << " node(s) joined, running" << std::endl;
+  std::optional<progress_reporter> progress;
+  if (shows_progress(cfg.node))
+    progress.emplace(sys, router);
   caf::expected<run_report> result{caf::error{}};
   self->request(router, caf::infinite, run_atom::value)
     .receive(
@@ -223,6 +229,7 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
         result = collect_failed_report(self, router, members.trainers,
                                        members.workers, err);
       });
+  progress.reset(); // ends its line before the run's are printed
   int code = finish_run(result, cfg);
   linger(observer->get(), cfg.node.metrics, "head");
   observer->reset();

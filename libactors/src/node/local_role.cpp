@@ -1,15 +1,18 @@
 #include "node/local_role.hpp"
 
 #include <ctime>
+#include <optional>
 #include <thread>
 
 #include <caf/scoped_actor.hpp>
 
 #include "stoker/actors.hpp"
 #include "stoker/errors.hpp"
+#include "config/run_config.hpp"
 #include "console/node_consoles.hpp"
 #include "node/node_links.hpp"
 #include "observe/http_observer.hpp"
+#include "observe/progress_line.hpp"
 #include "core/machine.hpp"
 #include "data/epoch_source.hpp"
 #include "node/roles.hpp"
@@ -135,6 +138,9 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
                                       console_tls);
   auto observer = open_http_observer(sys, cfg.node.metrics, std::move(target),
                                      std::move(console_tls), "local");
+  std::optional<progress_reporter> progress;
+  if (shows_progress(cfg.node))
+    progress.emplace(sys, router);
   caf::expected<run_report> result{caf::error{}};
   if (!consoles)
     result = std::move(consoles.error());
@@ -154,6 +160,7 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
           result = collect_failed_report(self, router, trainers, workers,
                                          err);
         });
+  progress.reset(); // ends its line before anything else is printed
   if (observer) {
     linger(observer->get(), cfg.node.metrics, "local");
     observer->reset(); // before the actors it asks

@@ -16,6 +16,7 @@
 
 #include "stoker/actors.hpp"
 #include "stoker/errors.hpp"
+#include "config/run_config.hpp"
 #include "core/batch_id_set.hpp"
 #include "core/machine.hpp"
 #include "data/epoch_plan.hpp"
@@ -103,7 +104,7 @@ void close_phase(trainer_ptr self, uint64_t epoch, split part) {
   if (!measured)
     line << " [simulated accelerator]";
   if (s.group.rank == 0) // a group's epochs: every rank's are rank 0's
-    caf::aout(self) << line.str() << std::endl;
+    caf::aout(self) << s.line_start << line.str() << std::endl;
   s.epochs.erase(epoch);
 }
 
@@ -240,7 +241,7 @@ bool run_batch(trainer_ptr self, image_batch& batch,
     close_phase(self, batch.epoch, batch.part);
   if (batch.part == split::train
       && (!batch.sample_ids.empty() || s.collective)) {
-    if (s.stats.steps % s.log_every == 0)
+    if (s.log_every > 0 && s.stats.steps % s.log_every == 0)
       log_progress(self);
     if (s.collective) {
       // A group saves together, as rank 0 says (its setting, shared when
@@ -334,7 +335,8 @@ void on_batch(trainer_ptr self, image_batch& batch) {
     ++s.stats.rejected_batches;
     if (s.stats.first_error.empty())
       s.stats.first_error = describe(err);
-    caf::aout(self) << "trainer: rejected " << describe(err) << std::endl;
+    caf::aout(self) << s.line_start << "trainer: rejected " << describe(err)
+                    << std::endl;
     if (s.collective) {
       // The other ranks wait for this rank's step: it takes part with no
       // samples (they are missing from the ledger, and the report says
@@ -422,7 +424,11 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   e.labels_from_ids = p.data.source.name == "synthetic";
   st.stats.device = st.engine->device();
   st.stats.simulated = st.engine->simulated();
-  st.log_every = p.trainer.log_every;
+  // The process's progress line replaces the Iteration lines (local run).
+  bool progress_line = cfg.node.role == role_kind::local
+                       && shows_progress(cfg.node);
+  st.log_every = progress_line ? 0 : p.trainer.log_every;
+  st.line_start = progress_line ? "\r\x1b[K" : "";
   st.cfg = std::move(cfg);
   return {
     [=](image_batch& batch) {

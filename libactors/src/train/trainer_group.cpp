@@ -43,7 +43,8 @@ bool save_checkpoint(trainer_ptr self, const router_actor& router) {
   // The router may forget the items acked so far: a restarted trainer
   // will not need them again.
   self->send(router, saved_atom::value);
-  caf::aout(self) << "checkpoint: step " << c.step << " saved to "
+  caf::aout(self) << s.line_start << "checkpoint: step " << c.step
+                  << " saved to "
                   << checkpoint_path(s.checkpoint_dir) << " ("
                   << ns_between(t0, clock_type::now()) / 1000000 << " ms)"
                   << std::endl;
@@ -87,7 +88,8 @@ bool save_group_checkpoint(trainer_ptr self, const router_actor& router) {
     return false;
   }
   self->send(router, saved_atom::value, std::move(next_seqs));
-  caf::aout(self) << "checkpoint: step " << c.step << " of "
+  caf::aout(self) << s.line_start << "checkpoint: step " << c.step
+                  << " of "
                   << s.group.world << " ranks saved to "
                   << checkpoint_path(s.checkpoint_dir) << " ("
                   << ns_between(t0, clock_type::now()) / 1000000 << " ms)"

@@ -61,7 +61,10 @@ struct trainer_state {
   trainer_stats stats;
   // Batch ids trained on: a hedged lease can bring a batch twice.
   batch_id_set consumed;
-  uint32_t log_every = 100;
+  uint32_t log_every = 100; ///< 0: none (the process shows a progress line)
+  /// Starts each line this trainer prints: "\r\x1b[K" (erase the line) where
+  /// a progress line is on screen, so the text does not run into it.
+  std::string line_start;
   // Since when the accelerator has had nothing to do.
   clock_type::time_point idle_since = clock_type::now();
   // Sums over the steps since the last progress line.
