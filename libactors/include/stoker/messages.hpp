@@ -277,6 +277,16 @@ struct trainer_status {
   uint32_t window_set = 0; ///< by hand (the console's `set router.window`)
 };
 
+/// One second (or more, in a long run) of the run, for the report's time
+/// series: what the trainers took in and waited, the window, the workers.
+struct series_point {
+  double t = 0;             ///< seconds since the run began (interval end)
+  double samples_per_s = 0; ///< acknowledged samples over the interval
+  double idle = 0;          ///< trainers' data wait / (wait + steps)
+  uint32_t window = 0;      ///< rank 0's in-flight window
+  double busy_workers = 0;  ///< workers' busy time / the interval
+};
+
 /// What the router knows when a run ends.
 struct router_summary {
   std::string policy;
@@ -303,6 +313,9 @@ struct router_summary {
   uint32_t placement_changes = 0;
   std::string placement_last_change; ///< why the share last changed
   std::string placement_reason;      ///< why it holds now
+  /// The run second by second (routing/run_series.hpp); only in the
+  /// summary the run ends with, not in the console's status.
+  std::vector<series_point> series;
 };
 
 /// One worker as the router sees it now (for the console).
@@ -441,7 +454,13 @@ typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
            x.samples_expected, x.plan, x.wall_ns, x.window, x.window_max,
            x.window_changes, x.window_last_change, x.placement, x.gpu_share,
            x.batches_gpu_blur, x.placement_changes, x.placement_last_change,
-           x.placement_reason);
+           x.placement_reason, x.series);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, series_point& x) {
+  return f(caf::meta::type_name("series_point"), x.t, x.samples_per_s, x.idle,
+           x.window, x.busy_workers);
 }
 
 // -- atoms (at most 10 characters each) --------------------------------------

@@ -163,6 +163,7 @@ run_report make_report(const router_summary& router,
   r.window_max = router.window_max;
   r.window_changes = router.window_changes;
   r.window_last_change = router.window_last_change;
+  r.series = router.series;
   r.placement = router.placement;
   r.gpu_share = router.gpu_share;
   r.batches_gpu_blur = router.batches_gpu_blur;
@@ -313,7 +314,17 @@ std::string to_json(const run_report& r) {
         << ", \"collective_ms_per_step\": "
         << number(t.collective_ms_per_step) << "}";
   }
-  out << (r.trainers.empty() ? "]\n" : "\n  ]\n") << "}\n";
+  out << (r.trainers.empty() ? "],\n" : "\n  ],\n");
+  // One point a line: t, samples/s, idle, window, busy workers.
+  out << "  \"series\": [";
+  for (size_t i = 0; i < r.series.size(); ++i) {
+    auto& p = r.series[i];
+    out << (i == 0 ? "\n" : ",\n") << "    {\"t\": " << number(p.t)
+        << ", \"samples_per_s\": " << number(p.samples_per_s)
+        << ", \"idle\": " << number(p.idle) << ", \"window\": " << p.window
+        << ", \"busy_workers\": " << number(p.busy_workers) << "}";
+  }
+  out << (r.series.empty() ? "]\n" : "\n  ]\n") << "}\n";
   return out.str();
 }
 

@@ -97,6 +97,8 @@ struct run_report {
   std::vector<double> epoch_test_accuracy;
   std::vector<worker_entry> workers;
   std::vector<trainer_entry> trainers; ///< by rank
+  /// The run second by second (tools/plot-run draws it).
+  std::vector<series_point> series;
 
   /// Exactly once: nothing missing, duplicated or rejected.
   bool exactly_once() const noexcept {

@@ -16,6 +16,9 @@ void register_message_types(caf::actor_system_config& cfg) {
     .add_message_type<trainer_hello>("stoker::trainer_hello")
     .add_message_type<group_spec>("stoker::group_spec")
     .add_message_type<group_plan>("stoker::group_plan")
+    .add_message_type<series_point>("stoker::series_point")
+    .add_message_type<std::vector<series_point>>(
+      "std::vector<stoker::series_point>")
     .add_message_type<std::vector<uint64_t>>("std::vector<uint64_t>")
     .add_message_type<trainer_status>("stoker::trainer_status")
     .add_message_type<std::vector<trainer_status>>(

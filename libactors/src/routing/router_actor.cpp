@@ -44,6 +44,18 @@ router_summary router_state::current_summary() const {
   return out;
 }
 
+void router_state::offer_series(bool last) {
+  auto t = std::chrono::duration<double>(clock_type::now() - run_started);
+  uint64_t busy = 0;
+  for (auto b : busy_total)
+    busy += b;
+  uint32_t window = !trainers.empty() && trainers[0].window
+                      ? trainers[0].window->size()
+                      : 0;
+  series.offer(t.count(), book.counters().acked_samples, total_wait_ns,
+               total_step_ns, window, busy, last);
+}
+
 bool router_state::group_complete() const {
   return !trainers.empty()
          && std::all_of(trainers.begin(), trainers.end(),
@@ -134,7 +146,9 @@ void maybe_finish(router_ptr self) {
     caf::aout(self) << "router: " << (done ? *done : describe(done.error()))
                     << std::endl;
   }
+  st.offer_series(true);
   auto summary = st.current_summary();
+  summary.series = st.series.points();
   summary.wall_ns = static_cast<uint64_t>(
     std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now()
                                                          - st.run_started)
@@ -440,6 +454,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       if (!s.run_promise.pending())
         return; // the run is over: stop ticking
       check_heartbeats(self);
+      s.offer_series();
       send_leases(self,
                   s.book.hedge(s.table, s.now_ns(), s.spec.hedge_factor));
       judge_placement(self);

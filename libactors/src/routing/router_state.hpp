@@ -19,6 +19,7 @@
 #include "routing/offload.hpp"
 #include "routing/router_actor.hpp"
 #include "routing/routing_table.hpp"
+#include "routing/run_series.hpp"
 
 namespace stoker::detail {
 
@@ -75,6 +76,9 @@ struct router_state {
   std::vector<uint64_t> busy_at_period; // per worker: at the period's start
   // -- the run
   router_summary summary; // what the book does not count
+  run_series series;      // the report's time series, offered every tick
+  uint64_t total_wait_ns = 0; // every rank's data wait, summed over the run
+  uint64_t total_step_ns = 0; // and its steps
   clock_type::time_point started = clock_type::now(); // the table's clock
   clock_type::time_point run_started;
   caf::typed_response_promise<router_summary> run_promise;
@@ -91,6 +95,9 @@ struct router_state {
 
   /// The summary with the book's and the window's counts in it.
   router_summary current_summary() const;
+
+  /// Offers the run's counts now to the time series (`last`: the end).
+  void offer_series(bool last = false);
 
   /// The group's size (`world`; one until it says otherwise).
   uint32_t world() const noexcept {

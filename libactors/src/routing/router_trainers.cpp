@@ -194,6 +194,8 @@ void on_ack(router_ptr self, const batch_ack& ack) {
   }
   st.period.wait_ns += ack.wait_ns;
   st.period.step_ns += ack.step_ns;
+  st.total_wait_ns += ack.wait_ns;
+  st.total_step_ns += ack.step_ns;
   ++st.period.acks;
   uint64_t queued = 0;
   for (auto& w : st.table.workers())
