@@ -1,5 +1,10 @@
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
 #include "observe/job_metrics.hpp"
 #include "support/prometheus_text.hpp"
 
@@ -125,6 +130,39 @@ BOOST_AUTO_TEST_CASE(state_json_carries_the_report_and_the_live_view) {
                    "never waited\"",
                    "\"lost_workers\": [\"w-b/1\"]", "\"busy_ns\": 2000000000"})
     BOOST_TEST(json.find(key) != std::string::npos, key << " in " << json);
+}
+
+BOOST_AUTO_TEST_CASE(docs_and_the_grafana_dashboard_name_exactly_the_metrics) {
+  std::set<std::string> families;
+  for (auto& [family, type] :
+       stoker_test::parse_prometheus_text(render_metrics(mid_run(), "v")).types)
+    families.insert(family);
+  auto text_of = [](const std::string& path) {
+    std::ifstream in{path};
+    BOOST_REQUIRE_MESSAGE(in, "cannot read " << path);
+    std::stringstream all;
+    all << in.rdbuf();
+    return all.str();
+  };
+  auto docs = text_of(STOKER_SOURCE_DIR "/docs/metrics.md");
+  std::set<std::string> documented;
+  std::regex row{R"(\n\| `(stoker_[a-z_]+)` \|)"};
+  for (std::sregex_iterator i{docs.begin(), docs.end(), row}, end; i != end;
+       ++i)
+    documented.insert((*i)[1]);
+  BOOST_TEST(documented == families);
+  auto grafana = text_of(STOKER_SOURCE_DIR "/tools/grafana-dashboard.json");
+  std::regex name{R"(stoker_[a-z_]+)"};
+  size_t used = 0;
+  for (std::sregex_iterator i{grafana.begin(), grafana.end(), name}, end;
+       i != end; ++i) {
+    auto metric = i->str();
+    ++used;
+    BOOST_TEST(families.count(metric) == 1u,
+               "the Grafana dashboard queries " << metric
+                                                << ", which is not served");
+  }
+  BOOST_TEST(used > 10u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
