@@ -56,7 +56,7 @@ console_target local_console_target(const run_config& cfg,
 
 caf::expected<run_report>
 run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
-          std::shared_ptr<const tls_context> console_tls) {
+          std::shared_ptr<const tls_context> serving_tls) {
   epoch_source plan{cfg.pipeline.source};
   auto source = spawn_source(sys, cfg.pipeline.source);
   auto router = spawn_router(sys, source, cfg.pipeline.router,
@@ -135,9 +135,9 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
   }
   auto target = local_console_target(cfg, router, trainers, workers);
   auto consoles = node_consoles::open(sys, cfg.node.console, target, "local",
-                                      console_tls);
+                                      serving_tls);
   auto observer = open_http_observer(sys, cfg.node.metrics, std::move(target),
-                                     std::move(console_tls), "local");
+                                     std::move(serving_tls), "local");
   std::optional<progress_reporter> progress;
   if (shows_progress(cfg.node))
     progress.emplace(sys, router);

@@ -21,11 +21,11 @@ class tls_context;
 /// work item of every epoch has been acknowledged. Blocks the calling thread.
 /// Returns the run report, or the error that ended the run early. The
 /// sources, transforms and model come from `reg` (read while the actors
-/// are set up; they keep no reference to it). `console_tls`: mutual TLS
+/// are set up; they keep no reference to it). `serving_tls`: mutual TLS
 /// for a console or HTTP endpoints bound beyond loopback.
 caf::expected<run_report>
 run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
-          std::shared_ptr<const tls_context> console_tls = nullptr);
+          std::shared_ptr<const tls_context> serving_tls = nullptr);
 
 /// `stoker-node --role=local`: prints what it runs, runs it, prints the
 /// outcome, writes the report if asked. Returns the process exit code:

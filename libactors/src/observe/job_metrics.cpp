@@ -59,37 +59,45 @@ std::string render_metrics(const job_view& job, std::string_view version) {
     dropped += t.dropped_copies;
     rejected += t.rejected_batches;
   }
-  m.family("stoker_samples_expected", metric_kind::gauge,
-           "training samples the run delivers, each once");
-  m.sample(static_cast<double>(sum.samples_expected));
-  m.family("stoker_samples_delivered_total", metric_kind::counter,
-           "training samples the trainers took in (the report's "
-           "samples_delivered)");
-  m.sample(static_cast<double>(delivered));
-  m.family("stoker_run_seconds", metric_kind::gauge,
-           "wall time since the run began");
-  m.sample(seconds(sum.wall_ns));
-  m.family("stoker_batches_leased_total", metric_kind::counter,
-           "work items the router leased to workers");
-  m.sample(static_cast<double>(sum.batches_leased));
-  m.family("stoker_batches_acked_total", metric_kind::counter,
-           "batches the trainers acknowledged");
-  m.sample(static_cast<double>(sum.batches_acked));
-  m.family("stoker_batches_released_total", metric_kind::counter,
-           "leases given to another worker because theirs was lost");
-  m.sample(static_cast<double>(sum.batches_released));
-  m.family("stoker_batches_hedged_total", metric_kind::counter,
-           "stragglers leased a second time (router.hedge-factor)");
-  m.sample(static_cast<double>(sum.batches_hedged));
-  m.family("stoker_dropped_copies_total", metric_kind::counter,
-           "second copies of a batch the trainers dropped by batch id");
-  m.sample(static_cast<double>(dropped));
-  m.family("stoker_rejected_batches_total", metric_kind::counter,
-           "batches the trainers refused (shape, checksum)");
-  m.sample(static_cast<double>(rejected));
-  m.family("stoker_workers_lost_total", metric_kind::counter,
-           "workers that died or went silent");
-  m.sample(static_cast<double>(sum.lost_workers.size()));
+  struct scalar {
+    const char* name;
+    metric_kind kind;
+    const char* help;
+    double value;
+  };
+  auto count = [](uint64_t n) { return static_cast<double>(n); };
+  const scalar run_wide[] = {
+    {"stoker_samples_expected", metric_kind::gauge,
+     "training samples the run delivers, each once",
+     count(sum.samples_expected)},
+    {"stoker_samples_delivered_total", metric_kind::counter,
+     "training samples the trainers took in (the report's "
+     "samples_delivered)",
+     count(delivered)},
+    {"stoker_run_seconds", metric_kind::gauge,
+     "wall time since the run began", seconds(sum.wall_ns)},
+    {"stoker_batches_leased_total", metric_kind::counter,
+     "work items the router leased to workers", count(sum.batches_leased)},
+    {"stoker_batches_acked_total", metric_kind::counter,
+     "batches the trainers acknowledged", count(sum.batches_acked)},
+    {"stoker_batches_released_total", metric_kind::counter,
+     "leases given to another worker because theirs was lost",
+     count(sum.batches_released)},
+    {"stoker_batches_hedged_total", metric_kind::counter,
+     "stragglers leased a second time (router.hedge-factor)",
+     count(sum.batches_hedged)},
+    {"stoker_dropped_copies_total", metric_kind::counter,
+     "second copies of a batch the trainers dropped by batch id",
+     count(dropped)},
+    {"stoker_rejected_batches_total", metric_kind::counter,
+     "batches the trainers refused (shape, checksum)", count(rejected)},
+    {"stoker_workers_lost_total", metric_kind::counter,
+     "workers that died or went silent", count(sum.lost_workers.size())},
+  };
+  for (auto& x : run_wide) {
+    m.family(x.name, x.kind, x.help);
+    m.sample(x.value);
+  }
 
   // Trainers: their own counts.
   std::vector<std::pair<std::string, const trainer_stats*>> trainers;
