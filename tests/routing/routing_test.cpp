@@ -257,4 +257,56 @@ BOOST_AUTO_TEST_CASE(picks_nothing_without_workers) {
   BOOST_TEST(!t.pick(64).has_value());
 }
 
+BOOST_AUTO_TEST_CASE(ten_thousand_workers_share_evenly_and_lost_ones_get_nothing) {
+  for (auto p : {routing_policy::least_loaded, routing_policy::power_of_two}) {
+    routing_table t{p, 300'000'000, 7};
+    constexpr size_t n = 10'000;
+    for (size_t i = 0; i < n; ++i)
+      t.add_worker("n" + std::to_string(i / 8) + "/" + std::to_string(i % 8));
+    // Every tenth worker dies before any work: a join storm with losses.
+    for (size_t i = 0; i < n; i += 10)
+      t.remove_worker(i);
+    for (size_t k = 0; k < 3 * n; ++k) {
+      auto w = t.pick(64);
+      BOOST_REQUIRE(w.has_value());
+      BOOST_REQUIRE_MESSAGE(*w % 10 != 0, "lost worker " << *w << " picked");
+      t.on_lease(*w, 64);
+    }
+    uint64_t most = 0;
+    uint64_t fewest = UINT64_MAX;
+    for (size_t i = 0; i < n; ++i)
+      if (i % 10 != 0) {
+        most = std::max(most, t.workers()[i].outstanding_items);
+        fewest = std::min(fewest, t.workers()[i].outstanding_items);
+      }
+    // 30,000 leases over 9,000 live equal workers: 3.33 each. Least-loaded
+    // is exact; power-of-two keeps the busiest within a few of the mean.
+    if (p == routing_policy::least_loaded) {
+      BOOST_TEST(most == 4u);
+      BOOST_TEST(fewest == 3u);
+    } else {
+      BOOST_TEST(most <= 8u, to_string(p));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_newcomer_is_assumed_as_fast_as_the_fastest_measured_now) {
+  routing_table t{routing_policy::least_loaded};
+  auto fast = t.add_worker("fast");
+  auto slow = t.add_worker("slow");
+  auto fresh = t.add_worker("fresh");
+  t.on_lease(fast, 64);
+  t.on_done(fast, 64, 64'000'000, 0); // 1,000 samples/s
+  t.on_lease(slow, 64);
+  t.on_done(slow, 64, 640'000'000, 0); // 100 samples/s
+  BOOST_TEST(t.expected_delay(fresh, 64) == 0.064);
+  // The fastest slows to ~10 samples/s: the newcomer's estimate follows to
+  // the next fastest (slow, 100/s), not the old figure.
+  for (int i = 0; i < 40; ++i) {
+    t.on_lease(fast, 64);
+    t.on_done(fast, 64, 6'400'000'000, 0);
+  }
+  BOOST_TEST(t.expected_delay(fresh, 64) == 0.64, t.expected_delay(fresh, 64));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

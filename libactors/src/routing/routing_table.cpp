@@ -60,10 +60,20 @@ void routing_table::on_done(size_t index, uint32_t samples, uint64_t busy_ns,
   ++w.items_done;
   if (busy_ns > 0 && samples > 0) {
     double rate = samples / (static_cast<double>(busy_ns) * 1e-9);
+    bool was_fastest = w.has_rate && w.rate_sps >= fastest_rate_;
     w.rate_sps = w.has_rate ? rate_smoothing * rate
                                 + (1.0 - rate_smoothing) * w.rate_sps
                             : rate;
     w.has_rate = true;
+    if (w.rate_sps >= fastest_rate_) {
+      fastest_rate_ = w.rate_sps;
+    } else if (was_fastest) {
+      // The fastest slowed down: look again (rare; O(workers)).
+      fastest_rate_ = 0.0;
+      for (auto& other : workers_)
+        if (other.has_rate)
+          fastest_rate_ = std::max(fastest_rate_, other.rate_sps);
+    }
   }
 }
 
@@ -116,11 +126,9 @@ double routing_table::assumed_rate(const worker_load& w) const {
   if (w.has_rate && w.rate_sps > 0.0)
     return w.rate_sps;
   // Optimistic for newcomers, so a new worker gets work and gets measured.
-  double best = 0.0;
-  for (auto& other : workers_)
-    if (other.has_rate)
-      best = std::max(best, other.rate_sps);
-  return best > 0.0 ? best : 1.0;
+  // The fastest rate is kept up to date by on_done: a scan here made a
+  // decision over N unmeasured workers O(N^2) (a join storm).
+  return fastest_rate_ > 0.0 ? fastest_rate_ : 1.0;
 }
 
 uint64_t routing_table::overdue_ns(size_t index, uint64_t now_ns) const {

@@ -138,6 +138,7 @@ private:
   std::vector<std::string> trainer_hosts_;
   std::vector<worker_load> workers_;
   size_t next_rr_ = 0;
+  double fastest_rate_ = 0.0; // the highest rate_sps of any measured worker
 };
 
 } // namespace stoker
