@@ -5,6 +5,8 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <set>
+#include <thread>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -41,10 +43,12 @@ struct inbox {
   std::condition_variable changed;
   std::vector<image_batch> batches;
   std::vector<std::string> errors;
+  std::set<std::thread::id> batch_threads; // where on_batch ran
 
   batch_listener::batch_handler on_batch() {
     return [this](image_batch&& b) {
       std::lock_guard<std::mutex> guard{mutex};
+      batch_threads.insert(std::this_thread::get_id());
       batches.push_back(std::move(b));
       changed.notify_all();
     };
@@ -319,4 +323,65 @@ BOOST_AUTO_TEST_CASE(a_tls_stream_needs_a_certificate_of_the_cluster_ca) {
   BOOST_TEST(box.batches.empty());
 }
 
+BOOST_AUTO_TEST_CASE(sixty_four_concurrent_streams_arrive_intact_on_one_thread) {
+  inbox box;
+  auto pool = std::make_shared<buffer_pool>(16);
+  auto listener = listen(box, pool);
+  constexpr int senders = 64;
+  constexpr int per_sender = 4;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < senders; ++t)
+    threads.emplace_back([&, t] {
+      auto sender = batch_sender::connect("127.0.0.1", listener->port(),
+                                          plain());
+      if (!sender) {
+        ++failures;
+        return;
+      }
+      for (int k = 0; k < per_sender; ++k)
+        if (sender->send(sample(uint64_t(t) * 100 + k + 1, 3, 48)))
+          ++failures;
+    });
+  for (auto& t : threads)
+    t.join();
+  BOOST_REQUIRE(failures == 0);
+  BOOST_REQUIRE(box.wait(
+    [&] { return box.batches.size() == size_t{senders * per_sender}; }));
+  std::set<uint64_t> ids;
+  for (auto& b : box.batches) {
+    auto want = sample(b.batch_id, 3, 48);
+    BOOST_TEST((b.data == want.data), "batch " << b.batch_id);
+    BOOST_TEST(b.checksums == want.checksums);
+    ids.insert(b.batch_id);
+  }
+  BOOST_TEST(ids.size() == size_t{senders * per_sender});
+  BOOST_TEST(box.batch_threads.size() == 1u); // one event loop, not 64
+  BOOST_TEST(box.errors.empty());
+  BOOST_TEST(listener->frames() == uint64_t{senders * per_sender});
+}
+
+BOOST_AUTO_TEST_CASE(two_hundred_fifty_six_streams_stay_open_at_once) {
+  inbox box;
+  auto listener = listen(box, std::make_shared<buffer_pool>());
+  std::vector<batch_sender> senders;
+  for (int t = 0; t < 256; ++t) {
+    auto s = batch_sender::connect("127.0.0.1", listener->port(), plain());
+    BOOST_REQUIRE_MESSAGE(s, (s ? "" : describe(s.error())));
+    senders.push_back(std::move(*s));
+  }
+  for (int t = 0; t < 256; ++t)
+    BOOST_REQUIRE(!senders[size_t(t)].send(sample(uint64_t(t) + 1, 1, 16)));
+  BOOST_REQUIRE(box.wait([&] { return box.batches.size() == 256u; }));
+  BOOST_TEST(listener->open_streams() == 256u);
+  senders.clear(); // each closes: a clean end, no error
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (listener->open_streams() > 0
+         && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  BOOST_TEST(listener->open_streams() == 0u);
+  BOOST_TEST(box.errors.empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
+

@@ -28,6 +28,15 @@ namespace stoker {
 /// third (about 40 ms per batch here); this stream writes the image bytes
 /// straight from the batch and reads them straight into a recycled buffer.
 
+namespace detail {
+
+/// A stream's first bytes (its hello): this magic, then the listener's
+/// token of this many characters.
+inline constexpr char stream_hello_magic[4] = {'S', 'T', 'K', 'B'};
+inline constexpr size_t stream_token_chars = 64;
+
+} // namespace detail
+
 /// How a batch stream proves itself. Every stream opens with a hello that
 /// carries the listener's per-run token (handed to workers over CAF), so a
 /// stranger who reaches the port cannot write batches into training even
@@ -79,15 +88,19 @@ private:
   std::vector<char> head_; // reused for every frame's prefix and header
 };
 
-/// The receiving end, on a trainer node: accepts any number of senders and
-/// reads each stream on its own thread. Every complete, well-formed frame
-/// becomes an image_batch handed to `on_batch` (on that stream's thread;
-/// the callee owns it; its `data` comes from the pool, so give it back with
-/// buffer_pool::release when done). A malformed frame or a peer that speaks
-/// another protocol closes that one stream and is reported to `on_error`;
-/// the listener and the other streams go on; so does a stream refused for
-/// its hello or its certificate (counted in refused()). The destructor stops
-/// everything and joins every thread.
+/// The receiving end, on a trainer node: accepts any number of senders.
+/// Each new connection is admitted on a short-lived thread of its own (the
+/// TLS handshake and the hello, within the handshake timeout, so a slow or
+/// silent peer holds up nobody else); admitted streams are then all read
+/// by one event-loop thread (epoll), so hundreds of workers cost one
+/// thread, not hundreds. Every complete, well-formed frame becomes an
+/// image_batch handed to `on_batch` (on the loop's thread; the callee owns
+/// it; its `data` comes from the pool, so give it back with
+/// buffer_pool::release when done). A malformed frame or a peer that
+/// speaks another protocol closes that one stream and is reported to
+/// `on_error`; the listener and the other streams go on; so does a stream
+/// refused for its hello or its certificate (counted in refused()). The
+/// destructor stops everything and joins every thread.
 class batch_listener {
 public:
   using batch_handler = std::function<void(image_batch&&)>;
@@ -114,25 +127,42 @@ public:
   /// Streams refused so far: no or a wrong token, no or a bad certificate.
   uint64_t refused() const noexcept { return refused_.load(); }
 
+  /// Streams admitted and being read now.
+  size_t open_streams() const noexcept { return open_.load(); }
+
 private:
   struct private_tag {}; // only start() constructs
 
 public:
-  batch_listener(private_tag, int fd, uint16_t port, uint64_t max_data_bytes,
+  batch_listener(private_tag, int fd, int epoll_fd, int wake_fd,
+                 uint16_t port, uint64_t max_data_bytes,
                  stream_security security, std::shared_ptr<buffer_pool> pool,
                  batch_handler on_batch, error_handler on_error);
 
+  struct open_stream; // one admitted stream's read state (the loop's)
+
 private:
-  struct stream {
+  // A connection being admitted, on its own thread.
+  struct admission {
     int fd = -1;
+    bool handed = false; // the loop owns the descriptor now
     std::atomic<bool> done{false};
-    std::thread reader;
+    std::thread thread;
   };
 
   void accept_loop();
-  void read_loop(stream& s, const std::string& peer);
+  void admit(admission& a, const std::string& peer);
+  void event_loop();
+  // Reads what stream `s` has; false when it is over (ended or failed).
+  bool pump(open_stream& s);
+  // A frame part is complete: on to the next; false on a malformed frame.
+  bool advance(open_stream& s);
+  void fail(const std::string& peer, const std::string& what);
+  void reap_admissions_locked();
 
   int fd_;
+  int epoll_fd_;
+  int wake_fd_; // an eventfd: new streams, or stop
   uint16_t port_;
   uint64_t max_data_bytes_;
   stream_security security_;
@@ -142,9 +172,12 @@ private:
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> frames_{0};
   std::atomic<uint64_t> refused_{0};
-  std::mutex streams_mutex_;
-  std::list<stream> streams_;
+  std::atomic<size_t> open_{0};
+  std::mutex mutex_;
+  std::list<admission> admissions_;
+  std::vector<std::unique_ptr<open_stream>> handed_; // to the loop
   std::thread acceptor_;
+  std::thread loop_;
 };
 
 } // namespace stoker
