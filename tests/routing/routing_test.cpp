@@ -272,6 +272,7 @@ BOOST_AUTO_TEST_CASE(ten_thousand_workers_share_evenly_and_lost_ones_get_nothing
       BOOST_REQUIRE_MESSAGE(*w % 10 != 0, "lost worker " << *w << " picked");
       t.on_lease(*w, 64);
     }
+    BOOST_TEST(t.outstanding_items() == 3 * n);
     uint64_t most = 0;
     uint64_t fewest = UINT64_MAX;
     for (size_t i = 0; i < n; ++i)
@@ -287,6 +288,13 @@ BOOST_AUTO_TEST_CASE(ten_thousand_workers_share_evenly_and_lost_ones_get_nothing
     } else {
       BOOST_TEST(most <= 8u, to_string(p));
     }
+    // A lost worker's leases leave the total; a finished one leaves too.
+    t.remove_worker(1);
+    t.on_done(2, 64, 1'000'000, 0);
+    uint64_t sum = 0;
+    for (auto& w : t.workers())
+      sum += w.outstanding_items;
+    BOOST_TEST(t.outstanding_items() == sum);
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <map>
+#include <unordered_map>
 #include <set>
 #include <optional>
 #include <string>
@@ -57,7 +58,7 @@ struct router_state {
   source_actor source;
   std::vector<worker_actor> workers; // by routing table index
   std::vector<uint64_t> worker_memory; // its machine's, 0: unknown
-  std::map<caf::actor_addr, size_t> worker_index;
+  std::unordered_map<caf::actor_addr, size_t> worker_index; // O(1) a report
   std::vector<trainer_slot> trainers; // by rank
   // Trainers of a group told to stop when another rank was lost: their
   // exits are expected, not failures.

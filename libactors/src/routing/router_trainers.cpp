@@ -197,9 +197,7 @@ void on_ack(router_ptr self, const batch_ack& ack) {
   st.total_wait_ns += ack.wait_ns;
   st.total_step_ns += ack.step_ns;
   ++st.period.acks;
-  uint64_t queued = 0;
-  for (auto& w : st.table.workers())
-    queued += w.outstanding_items;
+  auto queued = st.table.outstanding_items(); // O(1): an ack per batch
   if (slot.window)
     slot.window->on_ack(ack.wait_ns, ack.step_ns, queued, ack.backlog);
   dispatch(self);

@@ -46,6 +46,7 @@ bool routing_table::near_to(size_t index, const std::string& near) const {
 void routing_table::on_lease(size_t index, uint32_t samples) {
   auto& w = workers_.at(index);
   ++w.outstanding_items;
+  ++outstanding_total_;
   ++w.items_leased;
   w.outstanding_samples += samples;
 }
@@ -53,7 +54,9 @@ void routing_table::on_lease(size_t index, uint32_t samples) {
 void routing_table::on_done(size_t index, uint32_t samples, uint64_t busy_ns,
                             uint64_t mailbox_depth, uint64_t now_ns) {
   auto& w = workers_.at(index);
-  w.outstanding_items -= std::min<uint64_t>(w.outstanding_items, 1);
+  auto finished = std::min<uint64_t>(w.outstanding_items, 1);
+  w.outstanding_items -= finished;
+  outstanding_total_ -= finished;
   w.outstanding_samples -= std::min<uint64_t>(w.outstanding_samples, samples);
   w.mailbox_depth = mailbox_depth;
   w.last_report_ns = std::max(w.last_report_ns, now_ns);
@@ -88,6 +91,7 @@ void routing_table::remove_worker(size_t index) {
   auto& w = workers_.at(index);
   w.alive = false;
   w.local = false;
+  outstanding_total_ -= w.outstanding_items;
   w.outstanding_items = w.outstanding_samples = w.mailbox_depth = 0;
 }
 

@@ -80,6 +80,10 @@ public:
   /// Workers not lost.
   size_t alive_workers() const noexcept;
 
+  /// Items leased and not yet made, over every worker (kept as they
+  /// change: the router asks on every ack).
+  uint64_t outstanding_items() const noexcept { return outstanding_total_; }
+
   /// Stops (or resumes) giving new work to the live worker named `name`,
   /// or to every live worker of node `name` (names "NODE/i"); returns how
   /// many workers that touched.
@@ -139,6 +143,7 @@ private:
   std::vector<worker_load> workers_;
   size_t next_rr_ = 0;
   double fastest_rate_ = 0.0; // the highest rate_sps of any measured worker
+  uint64_t outstanding_total_ = 0; // sum of outstanding_items
 };
 
 } // namespace stoker
