@@ -513,6 +513,9 @@ struct node_options {
   /// Each worker of this node does its transform work this many times (it
   /// keeps the first result): makes slow workers for benchmarks and tests.
   double slowdown = 1.0;
+  /// Each worker of this node also waits this long per item without using
+  /// the CPU: many simulated workers on one machine (tools/bench-scale).
+  std::chrono::milliseconds sim_item{0};
   trainer_local_spec trainer;
   std::string config_source; ///< the file (or embedded default) it came from
 };

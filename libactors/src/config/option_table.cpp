@@ -231,6 +231,10 @@ std::vector<option_decl> make_table() {
              "CPU workers; 0 = one per core")
     .real("slowdown", node_at<&N::slowdown>, 1.0, 1000.0,
           "FOR BENCHMARKS AND TESTS: do the transform work this many times")
+    .duration("sim-item", node_at<&N::sim_item>,
+              "FOR BENCHMARKS AND TESTS: each item also takes this long "
+              "without using the CPU (many simulated workers on one machine)",
+              true)
     // -- transport
     .section("transport")
     .choice("dtype", pipe_at<&P::transport, &transport_spec::wire>,

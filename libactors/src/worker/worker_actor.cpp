@@ -1,6 +1,7 @@
 #include "worker/worker_actor.hpp"
 
 #include <chrono>
+#include <thread>
 #include <optional>
 #include <stdexcept>
 
@@ -135,6 +136,8 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
       try {
         batch = setup.maker->make(item, setup.slowdown, st.own);
         encode_batch(batch, setup.wire, st.own.buffers.get());
+        if (setup.sim_item.count() > 0) // a detached worker: it may sleep
+          std::this_thread::sleep_for(setup.sim_item);
       } catch (const std::bad_alloc&) {
         // Another machine may have the memory: the router decides.
         self->quit(make_error(
@@ -206,6 +209,7 @@ node_worker_setup(const run_config& cfg, const registry& reg,
   setup.buffers = std::move(buffers);
   setup.wire = cfg.pipeline.transport.wire;
   setup.slowdown = cfg.node.slowdown;
+  setup.sim_item = cfg.node.sim_item;
   setup.report_interval = cfg.pipeline.router.report_interval;
   return setup;
 }

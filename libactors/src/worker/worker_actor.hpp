@@ -31,6 +31,7 @@ struct worker_setup {
   std::shared_ptr<buffer_pool> buffers;
   dtype wire = dtype::float32; ///< transport.dtype
   double slowdown = 1.0;       ///< worker.slowdown (benchmarks and tests)
+  std::chrono::milliseconds sim_item{0}; ///< worker.sim-item (the same)
   std::chrono::milliseconds report_interval{100};
   /// A batch for a trainer in `routes` goes on that trainer's batch stream
   /// (one connection per worker, opened on first use); any other trainer
