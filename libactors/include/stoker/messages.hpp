@@ -316,6 +316,9 @@ struct router_summary {
   /// The run second by second (routing/run_series.hpp); only in the
   /// summary the run ends with, not in the console's status.
   std::vector<series_point> series;
+  /// From a batch's (last) lease to its ack, over the run (5% buckets).
+  double lease_to_ack_ms_p50 = 0;
+  double lease_to_ack_ms_p99 = 0;
 };
 
 /// One worker as the router sees it now (for the console).
@@ -454,7 +457,8 @@ typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
            x.samples_expected, x.plan, x.wall_ns, x.window, x.window_max,
            x.window_changes, x.window_last_change, x.placement, x.gpu_share,
            x.batches_gpu_blur, x.placement_changes, x.placement_last_change,
-           x.placement_reason, x.series);
+           x.placement_reason, x.series, x.lease_to_ack_ms_p50,
+           x.lease_to_ack_ms_p99);
 }
 
 template <class Inspector>

@@ -164,6 +164,8 @@ run_report make_report(const router_summary& router,
   r.window_changes = router.window_changes;
   r.window_last_change = router.window_last_change;
   r.series = router.series;
+  r.lease_to_ack_ms_p50 = router.lease_to_ack_ms_p50;
+  r.lease_to_ack_ms_p99 = router.lease_to_ack_ms_p99;
   r.placement = router.placement;
   r.gpu_share = router.gpu_share;
   r.batches_gpu_blur = router.batches_gpu_blur;
@@ -263,6 +265,8 @@ std::string to_json(const run_report& r) {
       << "  \"window_max\": " << r.window_max << ",\n"
       << "  \"window_changes\": " << r.window_changes << ",\n"
       << "  \"window_last_change\": " << quoted(r.window_last_change) << ",\n"
+      << "  \"lease_to_ack_ms_p50\": " << number(r.lease_to_ack_ms_p50) << ",\n"
+      << "  \"lease_to_ack_ms_p99\": " << number(r.lease_to_ack_ms_p99) << ",\n"
       << "  \"placement\": " << quoted(r.placement) << ",\n"
       << "  \"gpu_share\": " << number(r.gpu_share) << ",\n"
       << "  \"batches_gpu_blur\": " << r.batches_gpu_blur << ",\n"

@@ -97,6 +97,8 @@ struct run_report {
   std::vector<double> epoch_test_accuracy;
   std::vector<worker_entry> workers;
   std::vector<trainer_entry> trainers; ///< by rank
+  double lease_to_ack_ms_p50 = 0; ///< a batch's lease to its ack (router)
+  double lease_to_ack_ms_p99 = 0;
   /// The run second by second (tools/plot-run draws it).
   std::vector<series_point> series;
 

@@ -25,6 +25,8 @@ uint64_t ns_of(std::chrono::milliseconds d) {
 router_summary router_state::current_summary() const {
   auto out = summary;
   auto& c = book.counters();
+  out.lease_to_ack_ms_p50 = lease_to_ack.percentile_ms(50);
+  out.lease_to_ack_ms_p99 = lease_to_ack.percentile_ms(99);
   out.batches_leased = c.leased;
   out.batches_acked = c.acked;
   out.batches_hedged = c.hedged;

@@ -20,6 +20,7 @@
 #include "routing/offload.hpp"
 #include "routing/router_actor.hpp"
 #include "routing/routing_table.hpp"
+#include "routing/latency_record.hpp"
 #include "routing/run_series.hpp"
 
 namespace stoker::detail {
@@ -78,6 +79,7 @@ struct router_state {
   // -- the run
   router_summary summary; // what the book does not count
   run_series series;      // the report's time series, offered every tick
+  latency_record lease_to_ack; // every acked lease's time
   uint64_t total_wait_ns = 0; // every rank's data wait, summed over the run
   uint64_t total_step_ns = 0; // and its steps
   clock_type::time_point started = clock_type::now(); // the table's clock

@@ -168,8 +168,10 @@ void on_ack(router_ptr self, const batch_ack& ack) {
     return; // not of this group
   auto& slot = st.trainers[ack.rank];
   slot.heard_ns = now;
-  if (!st.book.ack(ack.batch_id, now))
+  auto took = st.book.ack(ack.batch_id, now);
+  if (!took)
     return; // a late answer for a batch acknowledged already
+  st.lease_to_ack.add(*took);
   if (ack.step_ns > 0) { // trained on (not rejected)
     // The same weight as the routing table's rates: a few steps settle it.
     auto mix = [&](double& avg, uint64_t x) {
