@@ -40,14 +40,6 @@ void require_equal_steps(const run_report& r, uint64_t steps) {
   BOOST_TEST(r.world == 2u);
 }
 
-// A number field of a JSON report.
-double field(const std::string& json, const std::string& key) {
-  std::smatch m;
-  std::regex re{"\"" + key + "\": ([-0-9.e]+)"};
-  BOOST_REQUIRE_MESSAGE(std::regex_search(json, m, re), key << " in " << json);
-  return std::stod(m[1]);
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(data_parallel)
@@ -158,8 +150,8 @@ BOOST_AUTO_TEST_CASE(a_killed_rank_restarted_with_resume_resumes_the_group) {
   for (auto* c : {&ta, &tb2, &wa})
     wait_exit(*c, 20s);
   auto json = read_file(report);
-  BOOST_TEST(field(json, "missing") == 0, json);
-  BOOST_TEST(field(json, "duplicates") == 0, json);
+  BOOST_TEST(report_number(json, "missing") == 0, json);
+  BOOST_TEST(report_number(json, "duplicates") == 0, json);
   BOOST_TEST(read_file(ta.log).find("rank 0 resumed from the group's "
                                     "checkpoint")
                != std::string::npos,
@@ -190,15 +182,15 @@ BOOST_AUTO_TEST_CASE(a_cluster_of_two_trainer_nodes_trains_the_cnn) {
   for (auto* c : {&ta, &tb, &wa, &wb})
     BOOST_TEST(wait_exit(*c, 20s) == 0, read_file(c->log));
   auto json = read_file(report);
-  BOOST_TEST(field(json, "missing") == 0, json);
-  BOOST_TEST(field(json, "duplicates") == 0);
-  BOOST_TEST(field(json, "world") == 2);
-  BOOST_TEST(field(json, "steps") == 100); // 3200 / (2 x 32) per epoch
+  BOOST_TEST(report_number(json, "missing") == 0, json);
+  BOOST_TEST(report_number(json, "duplicates") == 0);
+  BOOST_TEST(report_number(json, "world") == 2);
+  BOOST_TEST(report_number(json, "steps") == 100); // 3200 / (2 x 32) per epoch
   BOOST_TEST(json.find("\"rank\": 1, \"node\": \"t-b\", \"device\": \"cpu\", "
                        "\"steps\": 100")
                != std::string::npos);
-  BOOST_TEST_MESSAGE("test accuracy " << field(json, "test_accuracy"));
-  BOOST_TEST(field(json, "test_accuracy") > 0.5); // chance is 0.10
+  BOOST_TEST_MESSAGE("test accuracy " << report_number(json, "test_accuracy"));
+  BOOST_TEST(report_number(json, "test_accuracy") > 0.5); // chance is 0.10
   std::remove(report.c_str());
 }
 
@@ -285,7 +277,7 @@ BOOST_AUTO_TEST_CASE(a_slow_rank_is_named_and_the_other_waits_for_it) {
   // Rank 0 waits ~20 of every 30 ms for rank 1; rank 1 hardly waits.
   BOOST_TEST(collective[0] > 0.4, json);
   BOOST_TEST(collective[1] < 0.2, json);
-  BOOST_TEST(field(json, "missing") == 0);
+  BOOST_TEST(report_number(json, "missing") == 0);
   std::remove(report.c_str());
 }
 

@@ -24,13 +24,8 @@ std::vector<std::string> shaped(std::vector<std::string> args) {
 
 // Sends `bytes` to 127.0.0.1:port and closes, as a stranger would.
 void send_and_close(uint16_t port, const std::string& bytes) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr)
-                == 0);
+  int fd = connect_loopback(port);
+  BOOST_REQUIRE(fd >= 0);
   BOOST_TEST(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL)
              == static_cast<ssize_t>(bytes.size()));
   ::close(fd);
@@ -57,13 +52,8 @@ int attack(uint16_t port) {
     c = static_cast<char>(x);
   }
   send_and_close(port, noise);
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr)
-                == 0);
+  int fd = connect_loopback(port);
+  BOOST_REQUIRE(fd >= 0);
   std::string hello_start("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);
   ::send(fd, hello_start.data(), hello_start.size(), MSG_NOSIGNAL);
   return fd;

@@ -48,13 +48,6 @@ bool has(const std::string& program) {
          == 0;
 }
 
-// The first number after `"key": ` in a JSON text.
-double json_field(const std::string& json, const std::string& key) {
-  std::smatch m;
-  std::regex field{"\"" + key + "\": ([-0-9.e+]+)"};
-  return std::regex_search(json, m, field) ? std::stod(m[1]) : -1;
-}
-
 std::string url_encoded(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {
@@ -109,7 +102,7 @@ BOOST_AUTO_TEST_CASE(scrapes_are_valid_counters_only_grow_and_end_at_the_report)
   // The last scrape (during metrics.linger) is the report's count.
   auto json = read_file(run.report);
   BOOST_TEST(scrapes.back().value("stoker_samples_delivered_total")
-               == json_field(json, "samples_delivered"),
+               == report_number(json, "samples_delivered"),
              last_text);
   BOOST_TEST(scrapes.back().value("stoker_samples_delivered_total") == 3200);
   if (has("promtool")) {

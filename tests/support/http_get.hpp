@@ -5,9 +5,7 @@
 
 #include <string>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include "support/node_processes.hpp"
 
 namespace stoker_test {
 
@@ -20,17 +18,9 @@ struct http_answer {
 inline http_answer http_request(uint16_t port, const std::string& method,
                                 const std::string& path) {
   http_answer out;
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  timeval tv{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
+  int fd = connect_loopback(port);
+  if (fd < 0)
     return out;
-  }
   auto request = method + " " + path
                  + " HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
   ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);

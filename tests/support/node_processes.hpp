@@ -222,6 +222,30 @@ inline uint16_t free_port() {
   return ntohs(addr.sin_port);
 }
 
+// A connection to 127.0.0.1:port (blocking; 10 s receive timeout), or -1.
+inline int connect_loopback(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A number field of a JSON run report (the test fails if it is absent).
+inline double report_number(const std::string& json, const std::string& key) {
+  std::smatch m;
+  std::regex re{"\"" + key + "\": ([-0-9.e+]+)"};
+  BOOST_REQUIRE_MESSAGE(std::regex_search(json, m, re), key << " in " << json);
+  return std::stod(m[1]);
+}
+
 // Batches per worker name in a JSON run report.
 inline std::map<std::string, int> batches_by_worker(const std::string& json) {
   std::map<std::string, int> result;

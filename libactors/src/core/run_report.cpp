@@ -15,10 +15,6 @@ namespace stoker {
 
 namespace {
 
-std::string quoted(const std::string& s) { return json_quoted(s); }
-
-std::string number(double x) { return json_number(x); }
-
 double per_batch(uint64_t faults, uint64_t batches) {
   return batches > 0 ? static_cast<double>(faults)
                          / static_cast<double>(batches)
@@ -229,104 +225,104 @@ run_report make_failed_report(const router_summary& so_far,
 std::string to_json(const run_report& r) {
   std::ostringstream out;
   out << "{\n"
-      << "  \"status\": " << quoted(r.status) << ",\n"
+      << "  \"status\": " << json_quoted(r.status) << ",\n"
       << "  \"samples_delivered\": " << r.samples_delivered << ",\n"
       << "  \"duplicates\": " << r.duplicates << ",\n"
       << "  \"missing\": " << r.missing << ",\n"
       << "  \"steps\": " << r.steps << ",\n"
-      << "  \"wall_s\": " << number(r.wall_s) << ",\n"
-      << "  \"throughput_sps\": " << number(r.throughput_sps) << ",\n"
+      << "  \"wall_s\": " << json_number(r.wall_s) << ",\n"
+      << "  \"throughput_sps\": " << json_number(r.throughput_sps) << ",\n"
       << "  \"accelerator_idle_fraction\": "
-      << number(r.accelerator_idle_fraction) << ",\n"
-      << "  \"accelerator_idle_max\": " << number(r.accelerator_idle_max)
+      << json_number(r.accelerator_idle_fraction) << ",\n"
+      << "  \"accelerator_idle_max\": " << json_number(r.accelerator_idle_max)
       << ",\n"
       << "  \"exposed_data_wait_ms_per_step\": "
-      << number(r.exposed_data_wait_ms_per_step) << ",\n"
+      << json_number(r.exposed_data_wait_ms_per_step) << ",\n"
       << "  \"world\": " << r.world << ",\n"
       << "  \"samples_dropped\": " << r.samples_dropped << ",\n"
       << "  \"samples_padded\": " << r.samples_padded << ",\n"
-      << "  \"slowest_trainer\": " << quoted(r.slowest_trainer) << ",\n"
-      << "  \"trainer_device\": " << quoted(r.trainer_device) << ",\n"
+      << "  \"slowest_trainer\": " << json_quoted(r.slowest_trainer) << ",\n"
+      << "  \"trainer_device\": " << json_quoted(r.trainer_device) << ",\n"
       << "  \"trainer_simulated\": " << (r.trainer_simulated ? "true" : "false")
       << ",\n"
-      << "  \"policy\": " << quoted(r.policy) << ",\n"
+      << "  \"policy\": " << json_quoted(r.policy) << ",\n"
       << "  \"batches_leased\": " << r.batches_leased << ",\n"
       << "  \"batches_acked\": " << r.batches_acked << ",\n"
       << "  \"batches_hedged\": " << r.batches_hedged << ",\n"
       << "  \"batches_released\": " << r.batches_released << ",\n"
       << "  \"batches_resumed\": " << r.batches_resumed << ",\n"
-      << "  \"stopped_by\": " << quoted(r.stopped_by) << ",\n"
+      << "  \"stopped_by\": " << json_quoted(r.stopped_by) << ",\n"
       << "  \"lost_workers\": [";
   for (size_t i = 0; i < r.lost_workers.size(); ++i)
-    out << (i == 0 ? "" : ", ") << quoted(r.lost_workers[i]);
+    out << (i == 0 ? "" : ", ") << json_quoted(r.lost_workers[i]);
   out << "],\n"
       << "  \"dropped_copies\": " << r.dropped_copies << ",\n"
       << "  \"window\": " << r.window << ",\n"
       << "  \"window_max\": " << r.window_max << ",\n"
       << "  \"window_changes\": " << r.window_changes << ",\n"
-      << "  \"window_last_change\": " << quoted(r.window_last_change) << ",\n"
-      << "  \"lease_to_ack_ms_p50\": " << number(r.lease_to_ack_ms_p50) << ",\n"
-      << "  \"lease_to_ack_ms_p99\": " << number(r.lease_to_ack_ms_p99) << ",\n"
-      << "  \"placement\": " << quoted(r.placement) << ",\n"
-      << "  \"gpu_share\": " << number(r.gpu_share) << ",\n"
+      << "  \"window_last_change\": " << json_quoted(r.window_last_change) << ",\n"
+      << "  \"lease_to_ack_ms_p50\": " << json_number(r.lease_to_ack_ms_p50) << ",\n"
+      << "  \"lease_to_ack_ms_p99\": " << json_number(r.lease_to_ack_ms_p99) << ",\n"
+      << "  \"placement\": " << json_quoted(r.placement) << ",\n"
+      << "  \"gpu_share\": " << json_number(r.gpu_share) << ",\n"
       << "  \"batches_gpu_blur\": " << r.batches_gpu_blur << ",\n"
       << "  \"gpu_blurred_batches\": " << r.gpu_blurred_batches << ",\n"
       << "  \"trainer_minor_faults_per_batch\": "
-      << number(r.trainer_minor_faults_per_batch) << ",\n"
+      << json_number(r.trainer_minor_faults_per_batch) << ",\n"
       << "  \"placement_changes\": " << r.placement_changes << ",\n"
-      << "  \"placement_last_change\": " << quoted(r.placement_last_change)
+      << "  \"placement_last_change\": " << json_quoted(r.placement_last_change)
       << ",\n"
-      << "  \"placement_reason\": " << quoted(r.placement_reason) << ",\n"
+      << "  \"placement_reason\": " << json_quoted(r.placement_reason) << ",\n"
       << "  \"rejected_batches\": " << r.rejected_batches << ",\n"
-      << "  \"first_error\": " << quoted(r.first_error) << ",\n"
+      << "  \"first_error\": " << json_quoted(r.first_error) << ",\n"
       << "  \"skipped_files\": " << r.skipped_files << ",\n"
       << "  \"skipped_file_examples\": [";
   for (size_t i = 0; i < r.skipped_file_examples.size(); ++i)
-    out << (i == 0 ? "" : ", ") << quoted(r.skipped_file_examples[i]);
+    out << (i == 0 ? "" : ", ") << json_quoted(r.skipped_file_examples[i]);
   out << "],\n"
-      << "  \"train_loss\": " << number(r.train_loss) << ",\n"
-      << "  \"test_accuracy\": " << number(r.test_accuracy) << ",\n";
+      << "  \"train_loss\": " << json_number(r.train_loss) << ",\n"
+      << "  \"test_accuracy\": " << json_number(r.test_accuracy) << ",\n";
   for (auto [key, values] : {std::pair{"epoch_train_loss", &r.epoch_train_loss},
                              std::pair{"epoch_test_accuracy",
                                        &r.epoch_test_accuracy}}) {
     out << "  \"" << key << "\": [";
     for (size_t i = 0; i < values->size(); ++i)
-      out << (i == 0 ? "" : ", ") << number((*values)[i]);
+      out << (i == 0 ? "" : ", ") << json_number((*values)[i]);
     out << "],\n";
   }
   out << "  \"workers\": [";
   for (size_t i = 0; i < r.workers.size(); ++i) {
     auto& w = r.workers[i];
-    out << (i == 0 ? "\n" : ",\n") << "    {\"name\": " << quoted(w.name)
+    out << (i == 0 ? "\n" : ",\n") << "    {\"name\": " << json_quoted(w.name)
         << ", \"batches\": " << w.batches << ", \"samples\": " << w.samples
-        << ", \"busy_fraction\": " << number(w.busy_fraction)
+        << ", \"busy_fraction\": " << json_number(w.busy_fraction)
         << ", \"minor_faults_per_batch\": "
-        << number(w.minor_faults_per_batch) << "}";
+        << json_number(w.minor_faults_per_batch) << "}";
   }
   out << (r.workers.empty() ? "],\n" : "\n  ],\n");
   out << "  \"trainers\": [";
   for (size_t i = 0; i < r.trainers.size(); ++i) {
     auto& t = r.trainers[i];
     out << (i == 0 ? "\n" : ",\n") << "    {\"rank\": " << t.rank
-        << ", \"node\": " << quoted(t.node) << ", \"device\": "
-        << quoted(t.device) << ", \"steps\": " << t.steps
+        << ", \"node\": " << json_quoted(t.node) << ", \"device\": "
+        << json_quoted(t.device) << ", \"steps\": " << t.steps
         << ", \"samples\": " << t.samples << ", \"idle_fraction\": "
-        << number(t.idle_fraction) << ", \"collective_fraction\": "
-        << number(t.collective_fraction) << ", \"data_wait_ms_per_step\": "
-        << number(t.data_wait_ms_per_step) << ", \"compute_ms_per_step\": "
-        << number(t.compute_ms_per_step)
+        << json_number(t.idle_fraction) << ", \"collective_fraction\": "
+        << json_number(t.collective_fraction) << ", \"data_wait_ms_per_step\": "
+        << json_number(t.data_wait_ms_per_step) << ", \"compute_ms_per_step\": "
+        << json_number(t.compute_ms_per_step)
         << ", \"collective_ms_per_step\": "
-        << number(t.collective_ms_per_step) << "}";
+        << json_number(t.collective_ms_per_step) << "}";
   }
   out << (r.trainers.empty() ? "],\n" : "\n  ],\n");
   // One point a line: t, samples/s, idle, window, busy workers.
   out << "  \"series\": [";
   for (size_t i = 0; i < r.series.size(); ++i) {
     auto& p = r.series[i];
-    out << (i == 0 ? "\n" : ",\n") << "    {\"t\": " << number(p.t)
-        << ", \"samples_per_s\": " << number(p.samples_per_s)
-        << ", \"idle\": " << number(p.idle) << ", \"window\": " << p.window
-        << ", \"busy_workers\": " << number(p.busy_workers) << "}";
+    out << (i == 0 ? "\n" : ",\n") << "    {\"t\": " << json_number(p.t)
+        << ", \"samples_per_s\": " << json_number(p.samples_per_s)
+        << ", \"idle\": " << json_number(p.idle) << ", \"window\": " << p.window
+        << ", \"busy_workers\": " << json_number(p.busy_workers) << "}";
   }
   out << (r.series.empty() ? "]\n" : "\n  ]\n") << "}\n";
   return out.str();

@@ -24,6 +24,9 @@ node_links::open(const node_options& node) {
     if (!loaded)
       return std::move(loaded.error());
     tls = std::move(*loaded);
+    std::cerr << "stoker-node: mutual TLS 1.3 on every connection, as '"
+              << tls->name() << "' (" << files->certificate << ")"
+              << std::endl;
   } else if (node.cluster.insecure && node.role != role_kind::local) {
     std::cerr << "stoker-node: cluster.insecure: this cluster is "
                  "unauthenticated (no TLS): anyone who reaches its ports can "
@@ -34,14 +37,9 @@ node_links::open(const node_options& node) {
 }
 
 gate_options node_links::options_for(const std::string& what) const {
-  gate_options options;
-  options.what = what;
-  options.tls = tls_;
-  options.max_message_bytes = max_message_bytes_;
+  auto options = service_gate_options(what, tls_);
+  options.max_message_bytes = max_message_bytes_; // CAF's ports speak BASP
   options.handshake_timeout = handshake_timeout_;
-  options.log = [](const std::string& line) {
-    std::cerr << "stoker-node: " + line + "\n" << std::flush;
-  };
   return options;
 }
 
@@ -73,12 +71,5 @@ caf::expected<uint16_t> node_links::open_tunnel(const std::string& host,
   return result;
 }
 
-uint64_t node_links::refused() const {
-  std::lock_guard<std::mutex> guard{mutex_};
-  uint64_t n = 0;
-  for (auto& g : gates_)
-    n += g->refused();
-  return n;
-}
 
 } // namespace stoker

@@ -68,9 +68,6 @@ public:
     return sys.middleman().remote_actor<Handle>("127.0.0.1", *local);
   }
 
-  /// Connections refused so far by this node's gates.
-  uint64_t refused() const;
-
 private:
   struct private_tag {};
 
@@ -89,7 +86,7 @@ private:
   std::shared_ptr<const tls_context> tls_;
   uint64_t max_message_bytes_;
   std::chrono::milliseconds handshake_timeout_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::vector<std::unique_ptr<gate>> gates_;
   std::vector<std::unique_ptr<tunnel>> tunnels_;
 };

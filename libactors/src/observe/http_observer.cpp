@@ -42,9 +42,8 @@ http_observer::start(caf::actor_system& sys, const metrics_spec& spec,
   server.set_write_timeout(5, 0);
   server.set_keep_alive_max_count(100);
   auto* self = result.get();
-  auto answer = [self](httplib::Response& res, int status,
+  auto answer = [](httplib::Response& res, int status,
                        const std::string& body, const char* type) {
-    ++self->requests_;
     res.status = status;
     res.set_header("Cache-Control", "no-store");
     res.set_content(body, type);

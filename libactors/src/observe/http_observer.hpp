@@ -45,9 +45,6 @@ public:
   /// Where clients connect (the gate's port when gated).
   uint16_t port() const noexcept;
 
-  /// Requests answered so far (any path).
-  uint64_t requests() const noexcept { return requests_.load(); }
-
 private:
   struct private_tag {};
 
@@ -60,7 +57,6 @@ private:
   std::unique_ptr<httplib::Server> server_;
   uint16_t port_ = 0;
   std::unique_ptr<gate> gate_;
-  std::atomic<uint64_t> requests_{0};
   std::thread thread_;
 };
 

@@ -341,22 +341,8 @@ bool batch_listener::pump(open_stream& s) {
         break;
     }
     size_t n = 0;
-    tls_stream::io r;
-    if (s.tls) {
-      r = s.tls->read_some(at + s.have, size - s.have, n);
-    } else {
-      auto got = ::recv(s.fd, at + s.have, size - s.have, MSG_DONTWAIT);
-      if (got > 0) {
-        n = static_cast<size_t>(got);
-        r = tls_stream::io::done;
-      } else if (got == 0) {
-        r = tls_stream::io::closed;
-      } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-        r = tls_stream::io::want_read;
-      } else {
-        r = tls_stream::io::failed;
-      }
-    }
+    socket_end end{s.fd, s.tls ? &*s.tls : nullptr};
+    auto r = end.read(at + s.have, size - s.have, n);
     if (r == tls_stream::io::want_read || r == tls_stream::io::want_write)
       return true; // the loop wakes us when there is more
     if (r != tls_stream::io::done) {
@@ -387,7 +373,7 @@ bool batch_listener::pump(open_stream& s) {
     if (s.have == size && !advance(s))
       return false;
     budget -= std::min(budget, n);
-    if (budget == 0 && !(s.tls && s.tls->pending()))
+    if (budget == 0 && !end.pending())
       return true; // others' turn; level-triggered, so back soon
   }
 }

@@ -53,45 +53,6 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-// One side of a relay: a plain socket, or TLS over one.
-struct end_point {
-  int fd = -1;
-  tls_stream* tls = nullptr;
-
-  tls_stream::io read(char* at, size_t size, size_t& n) {
-    if (tls != nullptr)
-      return tls->read_some(at, size, n);
-    n = 0;
-    auto got = ::recv(fd, at, size, MSG_DONTWAIT);
-    if (got > 0) {
-      n = static_cast<size_t>(got);
-      return tls_stream::io::done;
-    }
-    if (got == 0)
-      return tls_stream::io::closed;
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-      return tls_stream::io::want_read;
-    return tls_stream::io::failed;
-  }
-
-  tls_stream::io write(const char* at, size_t size, size_t& n) {
-    if (tls != nullptr)
-      return tls->write_some(at, size, n);
-    n = 0;
-    auto put = ::send(fd, at, size, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (put >= 0) {
-      n = static_cast<size_t>(put);
-      return tls_stream::io::done;
-    }
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-      return tls_stream::io::want_write;
-    return tls_stream::io::failed;
-  }
-
-  bool pending() const {
-    return tls != nullptr && tls->pending();
-  }
-};
 
 // Bytes on their way from one end to the other.
 struct direction {
@@ -112,7 +73,7 @@ short events_for(tls_stream::io r) {
 
 // Moves what it can from `src` to `dst` without blocking. False when the
 // relay is over: `why` says why, or is empty after a clean end.
-bool pump(end_point& src, end_point& dst, direction& d, bool check,
+bool pump(socket_end& src, socket_end& dst, direction& d, bool check,
           std::string& why) {
   d.src_events = d.dst_events = 0;
   for (bool progress = true; progress;) {
@@ -159,7 +120,7 @@ bool pump(end_point& src, end_point& dst, direction& d, bool check,
 
 // Relays between `outer` and `inner` until one side ends or `stopping`.
 // Returns why it ended ("" for a clean close).
-std::string relay(end_point outer, end_point inner, uint64_t max_message,
+std::string relay(socket_end outer, socket_end inner, uint64_t max_message,
                   const std::atomic<bool>& stopping) {
   direction in{max_message};  // outer -> inner
   direction out{max_message}; // inner -> outer
@@ -326,8 +287,8 @@ void gate::serve(connection& c, const std::string& peer) {
     return;
   }
   ++admitted_;
-  auto why = relay(end_point{c.outer, tls ? &*tls : nullptr},
-                   end_point{c.inner, nullptr}, options_.max_message_bytes,
+  auto why = relay(socket_end{c.outer, tls ? &*tls : nullptr},
+                   socket_end{c.inner, nullptr}, options_.max_message_bytes,
                    stopping_);
   if (!why.empty() && !stopping_) {
     ++refused_;
@@ -408,8 +369,8 @@ void tunnel::run() {
   }
   ::shutdown(listener_, SHUT_RDWR);
   if (local_ >= 0 && !stopping_) {
-    auto why = relay(end_point{remote_, &stream_},
-                     end_point{local_.load(), nullptr},
+    auto why = relay(socket_end{remote_, &stream_},
+                     socket_end{local_.load(), nullptr},
                      options_.max_message_bytes, stopping_);
     if (!why.empty() && !stopping_)
       say(options_, options_.what + " at " + peer_ + ": connection closed: "

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <openssl/crypto.h>
@@ -442,10 +443,6 @@ caf::error tls_stream::write_all(const char* at, size_t size) {
   return caf::none;
 }
 
-std::string tls_stream::peer_name() const {
-  return common_name(SSL_get0_peer_certificate(ssl_));
-}
-
 caf::expected<std::string> random_token() {
   unsigned char bytes[32];
   if (RAND_bytes(bytes, sizeof(bytes)) != 1)
@@ -463,6 +460,38 @@ caf::expected<std::string> random_token() {
 bool same_secret(const std::string& a, const std::string& b) {
   return a.size() == b.size()
          && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// -- socket_end ---------------------------------------------------------------
+
+tls_stream::io socket_end::read(char* at, size_t size, size_t& n) {
+  if (tls != nullptr)
+    return tls->read_some(at, size, n);
+  n = 0;
+  auto got = ::recv(fd, at, size, MSG_DONTWAIT);
+  if (got > 0) {
+    n = static_cast<size_t>(got);
+    return tls_stream::io::done;
+  }
+  if (got == 0)
+    return tls_stream::io::closed;
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+    return tls_stream::io::want_read;
+  return tls_stream::io::failed;
+}
+
+tls_stream::io socket_end::write(const char* at, size_t size, size_t& n) {
+  if (tls != nullptr)
+    return tls->write_some(at, size, n);
+  n = 0;
+  auto put = ::send(fd, at, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (put >= 0) {
+    n = static_cast<size_t>(put);
+    return tls_stream::io::done;
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+    return tls_stream::io::want_write;
+  return tls_stream::io::failed;
 }
 
 } // namespace stoker

@@ -105,9 +105,6 @@ public:
                   = std::chrono::steady_clock::time_point::max());
   caf::error write_all(const char* at, size_t size);
 
-  /// The peer certificate's subject common name.
-  std::string peer_name() const;
-
   /// OpenSSL's last reason for a failed call (empty if none).
   std::string last_error() const { return last_error_; }
 
@@ -119,6 +116,25 @@ private:
   ssl_st* ssl_ = nullptr;
   int fd_ = -1;
   std::string last_error_;
+};
+
+/// One end of a non-blocking connection: a plain socket, or TLS over it
+/// (not owned). Reads and writes what it can without blocking, in
+/// tls_stream's terms for both, so a relay or an event loop treats them
+/// alike.
+struct socket_end {
+  int fd = -1;
+  tls_stream* tls = nullptr;
+
+  /// Up to `size` bytes into `n` (done), or what to wait for; closed: the
+  /// peer ended the connection.
+  tls_stream::io read(char* at, size_t size, size_t& n);
+
+  /// Up to `size` bytes (partial writes allowed), as read.
+  tls_stream::io write(const char* at, size_t size, size_t& n);
+
+  /// Whether decrypted bytes wait inside OpenSSL (poll() cannot see them).
+  bool pending() const { return tls != nullptr && tls->pending(); }
 };
 
 /// Waits until `fd` is readable (or writable) or `deadline` passes; false
