@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <netinet/in.h>
@@ -161,6 +162,8 @@ void row(const char* what, double value, const char* format = "%10.2f") {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::signal(SIGPIPE, SIG_IGN); // OpenSSL's write() to a closed peer
+
   int batches = argc > 1 ? std::atoi(argv[1]) : 40;
   auto wire = stoker::parse_enum<stoker::dtype>(argc > 2 ? argv[2] : "float32");
   int rounds = argc > 3 ? std::atoi(argv[3]) : 3;

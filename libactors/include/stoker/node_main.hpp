@@ -13,7 +13,10 @@ namespace stoker {
 /// whose `reg` lacks an entry the head's pipeline uses refuses to join,
 /// naming it. Call it from main() on the main thread, once per process.
 /// Returns the process exit code: 0 success, 1 the run failed, 2 bad
-/// configuration (the message names the file, key or flag).
+/// configuration (the message names the file, key or flag). Sets SIGPIPE
+/// to be ignored for the process: OpenSSL writes to its sockets with
+/// write(), which raises SIGPIPE when the peer has gone, and every write
+/// failure is handled (and reported) as an error already.
 ///
 ///     int main(int argc, char** argv) {
 ///       auto reg = stoker::builtin_registry();

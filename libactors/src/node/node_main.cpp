@@ -1,5 +1,6 @@
 #include "stoker/node_main.hpp"
 
+#include <csignal>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 namespace stoker {
 
 int run_node(int argc, char** argv, const registry& reg) {
+  // A TLS peer that went away must be an error, not the end of the node.
+  std::signal(SIGPIPE, SIG_IGN);
   std::string program = argc > 0 ? argv[0] : "stoker-node";
   program = program.substr(program.find_last_of('/') + 1);
   node_config cfg;
