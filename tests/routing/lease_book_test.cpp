@@ -389,4 +389,37 @@ BOOST_AUTO_TEST_CASE(a_resumed_group_skips_what_each_rank_trained) {
   BOOST_TEST(book.counters().resumed == 4u);
 }
 
+BOOST_AUTO_TEST_CASE(ten_thousand_workers_a_tenth_lost_every_batch_acked_once) {
+  stoker::lease_book book;
+  routing_table table{routing_policy::least_loaded, 300'000'000, 5};
+  constexpr size_t n = 10'000;
+  for (size_t w = 0; w < n; ++w)
+    table.add_worker("w" + std::to_string(w));
+  constexpr uint64_t batches = 30'000;
+  book.add_pending(items(0, batches));
+  book.add_pending({});
+  auto first = book.lease(table, static_cast<uint32_t>(batches), 0);
+  BOOST_REQUIRE_EQUAL(first.orders.size(), batches);
+  uint64_t most = 0;
+  for (size_t w = 0; w < n; ++w)
+    most = std::max<uint64_t>(most, book.leased_to(w));
+  BOOST_TEST(most <= 5u); // 3 each on average: nobody swamped
+  // Every tenth worker dies holding its batches: each goes to a live one.
+  for (size_t w = 0; w < n; w += 10) {
+    size_t held = 0;
+    for (auto& o : book.lose_worker(w, table, ms, &held))
+      BOOST_REQUIRE_MESSAGE(table.workers()[o.worker].alive,
+                            "batch " << o.item.batch_id << " relayed to lost "
+                                     << o.worker);
+  }
+  BOOST_TEST(book.in_flight() == batches); // nothing lost
+  BOOST_TEST(book.orphans() == 0u);
+  for (size_t w = 0; w < n; w += 10)
+    BOOST_TEST_REQUIRE(book.leased_to(w) == 0u);
+  for (uint64_t id = 0; id < batches; ++id)
+    BOOST_REQUIRE(book.ack(id, 2 * ms).has_value());
+  BOOST_TEST(book.done());
+  BOOST_TEST(book.counters().acked == batches);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -22,7 +22,27 @@ size_t routing_table::add_worker(std::string name, std::string host,
   w.local = std::find(trainer_hosts_.begin(), trainer_hosts_.end(), w.host)
             != trainer_hosts_.end();
   w.last_report_ns = now_ns;
-  return workers_.size() - 1;
+  auto index = workers_.size() - 1;
+  by_host_[w.host].push_back(index);
+  if (w.local)
+    local_.push_back(index);
+  return index;
+}
+
+void routing_table::index_local() {
+  local_.clear();
+  for (size_t i = 0; i < workers_.size(); ++i)
+    if (workers_[i].local)
+      local_.push_back(i);
+}
+
+const std::vector<size_t>&
+routing_table::workers_near(const std::string& near) const {
+  if (near.empty())
+    return local_;
+  static const std::vector<size_t> nobody;
+  auto i = by_host_.find(near);
+  return i != by_host_.end() ? i->second : nobody;
 }
 
 void routing_table::set_trainer_host(const std::string& host) {
@@ -34,8 +54,10 @@ void routing_table::set_trainer_hosts(std::vector<std::string> hosts) {
               hosts.end());
   trainer_hosts_ = std::move(hosts);
   for (auto& w : workers_)
-    w.local = std::find(trainer_hosts_.begin(), trainer_hosts_.end(), w.host)
-              != trainer_hosts_.end();
+    w.local = w.alive
+              && std::find(trainer_hosts_.begin(), trainer_hosts_.end(), w.host)
+                   != trainer_hosts_.end();
+  index_local();
 }
 
 bool routing_table::near_to(size_t index, const std::string& near) const {
@@ -178,27 +200,77 @@ bool routing_table::preferred_on_tie(size_t a, size_t b,
   return work_of(a) < work_of(b);
 }
 
+namespace {
+
+// The running best of a least-delay comparison.
+struct best_pick {
+  std::optional<size_t> index;
+  double delay = 0.0;
+};
+
+} // namespace
+
 std::optional<size_t>
 routing_table::least_delay(uint32_t samples, uint64_t now_ns, size_t exclude,
                            const std::string& near) const {
-  std::optional<size_t> best;
-  double best_delay = 0.0;
+  best_pick best;
   for (size_t i = 0; i < workers_.size(); ++i) {
     if (!eligible(i, exclude, near))
       continue;
     double d = expected_delay(i, samples, now_ns);
-    if (!best) {
-      best = i;
-      best_delay = d;
+    if (!best.index) {
+      best = {i, d};
       continue;
     }
-    bool tie = std::abs(d - best_delay) <= 1e-9 * std::max(d, best_delay);
-    if ((!tie && d < best_delay) || (tie && preferred_on_tie(i, *best, near))) {
-      best = i;
-      best_delay = d;
-    }
+    bool tie = std::abs(d - best.delay) <= 1e-9 * std::max(d, best.delay);
+    if ((!tie && d < best.delay)
+        || (tie && preferred_on_tie(i, *best.index, near)))
+      best = {i, d};
   }
-  return best;
+  return best.index;
+}
+
+std::optional<size_t> routing_table::draw_eligible(size_t exclude,
+                                                   const std::string& near,
+                                                   size_t tries) {
+  for (size_t t = 0; t < tries; ++t) {
+    size_t i = next_random() % workers_.size();
+    if (eligible(i, exclude, near))
+      return i;
+  }
+  return std::nullopt;
+}
+
+std::optional<size_t>
+routing_table::sampled_least_delay(uint32_t samples, uint64_t now_ns,
+                                   size_t exclude, const std::string& near) {
+  best_pick best;
+  auto consider = [&](size_t i) {
+    double d = expected_delay(i, samples, now_ns);
+    bool tie = best.index
+               && std::abs(d - best.delay) <= 1e-9 * std::max(d, best.delay);
+    if (!best.index || (!tie && d < best.delay)
+        || (tie && preferred_on_tie(i, *best.index, near)))
+      best = {i, d};
+  };
+  // The machine's own workers always compete: locality wins ties, and a
+  // sample of thousands would rarely include them.
+  for (auto i : workers_near(near))
+    if (eligible(i, exclude, near))
+      consider(i);
+  size_t drawn = 0;
+  for (size_t k = 0; k < sampled_candidates; ++k) {
+    auto i = draw_eligible(exclude, near, 4);
+    if (!i)
+      continue;
+    consider(*i);
+    ++drawn;
+  }
+  // Most draws missed: few workers qualify, so a scan finds them (and is
+  // cheap enough at that share).
+  if (drawn < sampled_candidates / 2)
+    return least_delay(samples, now_ns, exclude, near);
+  return best.index;
 }
 
 uint64_t routing_table::next_random() noexcept {
@@ -213,9 +285,26 @@ std::optional<size_t>
 routing_table::better_of_two(uint32_t samples, uint64_t now_ns, size_t exclude,
                              const std::string& near) {
   // Draw two distinct workers among the eligible ones (alive, not
-  // `exclude`): a scan of flags, but only two delay estimates, where
-  // least-loaded estimates every worker's.
+  // `exclude`): by rejection when most qualify (O(1)), else a scan of
+  // flags; only two delay estimates, where least-loaded makes every
+  // worker's.
   size_t n = workers_.size();
+  auto better = [&](size_t a, size_t b) {
+    double da = expected_delay(a, samples, now_ns);
+    double db = expected_delay(b, samples, now_ns);
+    bool tie = std::abs(da - db) <= 1e-9 * std::max(da, db);
+    if (tie)
+      return preferred_on_tie(b, a, near) ? b : a;
+    return db < da ? b : a;
+  };
+  if (n > exact_up_to) {
+    auto a = draw_eligible(exclude, near, 16);
+    auto b = a ? draw_eligible(exclude, near, 16) : std::nullopt;
+    for (size_t t = 0; b && *b == *a && t < 16; ++t)
+      b = draw_eligible(exclude, near, 16);
+    if (a && b && *a != *b)
+      return better(*a, *b);
+  }
   size_t usable = 0;
   for (size_t i = 0; i < n; ++i)
     usable += eligible(i, exclude, near) ? 1 : 0;
@@ -235,12 +324,7 @@ routing_table::better_of_two(uint32_t samples, uint64_t now_ns, size_t exclude,
   size_t b = a;
   while (b == a)
     b = draw();
-  double da = expected_delay(a, samples, now_ns);
-  double db = expected_delay(b, samples, now_ns);
-  bool tie = std::abs(da - db) <= 1e-9 * std::max(da, db);
-  if (tie)
-    return preferred_on_tie(b, a, near) ? b : a;
-  return db < da ? b : a;
+  return better(a, b);
 }
 
 std::optional<size_t> routing_table::pick(uint32_t samples, uint64_t now_ns,
@@ -260,6 +344,9 @@ std::optional<size_t> routing_table::pick(uint32_t samples, uint64_t now_ns,
     case routing_policy::power_of_two:
       return better_of_two(samples, now_ns, exclude, near);
     case routing_policy::least_loaded:
+      if (workers_.size() > exact_up_to)
+        return sampled_least_delay(samples, now_ns, exclude, near);
+      break;
     case routing_policy::local_only:
       break;
   }
