@@ -1,5 +1,7 @@
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
+
 #include "support/node_processes.hpp"
 
 // Nothing lost: workers and trainers that die or hang, checkpoints and
@@ -212,6 +214,167 @@ BOOST_AUTO_TEST_CASE(resume_errors_name_what_is_wrong) {
              out);
   std::remove((dir + "/checkpoint.stoker").c_str());
   ::rmdir(dir.c_str());
+}
+
+namespace {
+
+// A head on port `port` (fixed: a head started again must be where the
+// nodes look), logging to tmp_path(log).
+child start_head_at(uint16_t port, std::vector<std::string> args,
+                    const std::string& log) {
+  args.insert(args.begin(), {"--role=head",
+                             "--cluster.port=" + std::to_string(port)});
+  return start_node(std::move(args), tmp_path(log));
+}
+
+void remove_dir(const std::string& dir) {
+  for (auto name : {"/head.journal", "/head.journal.tmp"})
+    std::remove((dir + name).c_str());
+  ::rmdir(dir.c_str());
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_head_killed_and_resumed_from_its_journal_loses_nothing) {
+  auto dir = tmp_path("head-state");
+  remove_dir(dir);
+  auto report = tmp_path("head-resume.json");
+  std::remove(report.c_str());
+  auto port = free_port();
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(port);
+  const std::vector<std::string> run = {
+    "--trainer.device=sim", "--trainer.sim-step-ms=15",
+    "--trainer.log-every=10", "--pipeline.height=32", "--pipeline.width=32",
+    "--pipeline.dataset-size=4800", "--pipeline.batch-size=16"};
+  auto head_args = run;
+  head_args.insert(head_args.end(),
+                   {"--cluster.state-dir=" + dir, "--report=" + report,
+                    "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\", "
+                    "\"w-b:worker:1\"]"});
+  auto head = start_head_at(port, head_args, "head-resume-head.log");
+  auto trainer = start_member(at, "head-resume", "trainer", "t-0", run);
+  auto wa = start_member(at, "head-resume", "worker", "w-a",
+                         {"--worker.count=1"});
+  auto wb = start_member(at, "head-resume", "worker", "w-b",
+                         {"--worker.count=1"});
+  BOOST_REQUIRE_MESSAGE(wait_for_text(trainer.log, "Iteration 60:", 60s),
+                        read_file(trainer.log));
+  ::kill(head.pid, SIGKILL);
+  wait_exit(head, 5s);
+  // Every node outlives the head and waits for it, holding its work.
+  for (auto* node : {&trainer, &wa, &wb})
+    BOOST_REQUIRE_MESSAGE(wait_for_text(node->log, "keeps its work", 10s),
+                          read_file(node->log));
+  auto journal = read_file(dir + "/head.journal");
+  BOOST_TEST(journal.find("finished = 0") != std::string::npos, journal);
+  head_args.push_back("--resume");
+  auto again = start_head_at(port, head_args, "head-resume-again.log");
+  BOOST_TEST(wait_exit(again, 90s) == 0, read_file(again.log));
+  BOOST_TEST(wait_exit(trainer, 20s) == 0, read_file(trainer.log));
+  BOOST_TEST(wait_exit(wa, 20s) == 0);
+  BOOST_TEST(wait_exit(wb, 20s) == 0);
+  auto log = read_file(again.log);
+  BOOST_TEST(log.find("resuming the run journaled in") != std::string::npos,
+             log);
+  BOOST_TEST(log.find("the run goes on") != std::string::npos, log);
+  BOOST_TEST(read_file(trainer.log).find("rejoined the head")
+             != std::string::npos);
+  // The trainer's ledger covers the whole run, across both heads.
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"samples_delivered\": 4800,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos, json);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos, json);
+  BOOST_TEST(read_file(dir + "/head.journal").find("finished = 1")
+             != std::string::npos);
+  // A finished run is not resumed again.
+  auto late = start_head_at(port, head_args, "head-resume-late.log");
+  BOOST_TEST(wait_exit(late, 20s) == 2);
+  BOOST_TEST(read_file(late.log).find("completed already")
+               != std::string::npos,
+             read_file(late.log));
+  std::remove(report.c_str());
+  remove_dir(dir);
+}
+
+BOOST_AUTO_TEST_CASE(without_a_journal_nodes_stop_naming_the_head) {
+  auto port = free_port();
+  auto at = "--cluster.head=127.0.0.1:" + std::to_string(port);
+  const std::vector<std::string> run = {
+    "--trainer.device=sim", "--trainer.sim-step-ms=15",
+    "--trainer.log-every=10", "--pipeline.height=32", "--pipeline.width=32",
+    "--pipeline.dataset-size=4800", "--pipeline.batch-size=16"};
+  auto head_args = run;
+  head_args.push_back(
+    "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]");
+  auto head = start_head_at(port, head_args, "head-gone-head.log");
+  auto trainer = start_member(at, "head-gone", "trainer", "t-0", run);
+  auto worker = start_member(at, "head-gone", "worker", "w-a");
+  BOOST_REQUIRE_MESSAGE(wait_for_text(trainer.log, "Iteration 20:", 60s),
+                        read_file(trainer.log));
+  ::kill(head.pid, SIGKILL);
+  wait_exit(head, 5s);
+  for (auto* node : {&trainer, &worker}) {
+    BOOST_TEST(wait_exit(*node, 15s) == 1);
+    auto out = read_file(node->log);
+    BOOST_TEST(out.find("the head at 127.0.0.1:" + std::to_string(port)
+                        + " went away")
+                 != std::string::npos,
+               out);
+    BOOST_TEST(out.find("cluster.state-dir") != std::string::npos, out);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_head_state_dir_is_not_reused_by_mistake) {
+  auto dir = tmp_path("head-state-err");
+  remove_dir(dir);
+  ::mkdir(dir.c_str(), 0755);
+  auto head = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"--role=head", "--cluster.port=0",
+                                  "--cluster.join-timeout=1s",
+                                  "--cluster.nodes=[\"t-0:trainer\"]",
+                                  "--pipeline.dataset-size=64"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto c = start_node(args, tmp_path("head-state-err.log"));
+    auto code = wait_exit(c, 30s);
+    return std::make_pair(code, read_file(c.log));
+  };
+  auto [code, out] = head({"--resume"});
+  BOOST_TEST(code == 2);
+  BOOST_TEST(out.find("--resume with --role=head needs cluster.state-dir")
+               != std::string::npos,
+             out);
+  std::tie(code, out) = head({"--resume", "--cluster.state-dir=" + dir});
+  BOOST_TEST(code == 2);
+  BOOST_TEST(out.find("cannot read " + dir + "/head.journal")
+               != std::string::npos,
+             out);
+  // A head that timed out waiting leaves an unfinished run: a new head
+  // there without --resume is refused, one with another dataset too.
+  std::tie(code, out) = head({"--cluster.state-dir=" + dir});
+  BOOST_TEST(code == 1, out);
+  std::tie(code, out) = head({"--cluster.state-dir=" + dir});
+  BOOST_TEST(code == 2);
+  BOOST_TEST(out.find("holds the journal of an unfinished run")
+               != std::string::npos,
+             out);
+  std::tie(code, out) = head({"--cluster.state-dir=" + dir, "--resume",
+                              "--pipeline.dataset-size=128"});
+  BOOST_TEST(code == 2);
+  BOOST_TEST(out.find("pipeline.dataset-size = 64, this head has 128")
+               != std::string::npos,
+             out);
+  // A damaged journal is named, with its line.
+  {
+    std::ofstream{dir + "/head.journal"} << "stoker head journal 1\n"
+                                            "run = x\nheads = zero\n";
+  }
+  std::tie(code, out) = head({"--cluster.state-dir=" + dir, "--resume"});
+  BOOST_TEST(code == 2);
+  BOOST_TEST(out.find("head.journal: line 3: heads = \"zero\"")
+               != std::string::npos,
+             out);
+  remove_dir(dir);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -55,11 +55,17 @@ using source_actor = caf::typed_actor<
 /// trained on (the second copy of a hedged lease) is dropped, not trained
 /// twice. A `group_spec` (once, before any batch) gives it its rank: it
 /// joins the group's collective (world > 1), then says hello to the
-/// router. `stats` reports its counters. Runs detached (its own thread): a
+/// router. `stats` reports its counters. `rejoin` with a router (a
+/// router_actor handle; the head was started again with --resume) sends
+/// its acks there from now on, and the next group_spec of a lone trainer
+/// says hello again with every batch it trained so far, so the new router
+/// leases none of them; a copy it drops is acknowledged all the same (the
+/// new router may have leased it). Runs detached (its own thread): a
 /// step takes seconds, a collective waits for the slowest rank.
 using trainer_actor = caf::typed_actor<
   caf::reacts_to<image_batch>,
   caf::reacts_to<group_spec>,
+  caf::reacts_to<rejoin_atom, caf::actor>,
   caf::replies_to<stats_atom>::with<trainer_stats>>;
 
 /// Where a trainer on another node takes batches on a direct stream
@@ -80,12 +86,15 @@ typename Inspector::result_type inspect(Inspector& f, batch_route& x) {
 /// A CPU worker: makes the batch of each leased work item (its node's
 /// batch_maker), sends it to `trainer` and reports to the router. A
 /// `batch_route` adds a trainer's batch stream (one that joined after the
-/// worker). Runs detached: one batch is ~100 ms of blur, which must not
-/// starve the scheduler.
+/// worker). `rejoin` with a router (a router_actor handle: the head was
+/// started again) sends its reports there from now on; leases of the old
+/// router still queued are made as before. Runs detached: one batch is
+/// ~100 ms of blur, which must not starve the scheduler.
 using worker_actor = caf::typed_actor<
   caf::reacts_to<work_item, trainer_actor>,
   caf::reacts_to<tick_atom>,
   caf::reacts_to<batch_route>,
+  caf::reacts_to<rejoin_atom, caf::actor>,
   caf::replies_to<stats_atom>::with<worker_stats>>;
 
 /// A worker for the router to lease to: its name ("NODE/i", or
@@ -239,6 +248,9 @@ struct welcome {
   pipeline_options pipeline; ///< the head's: what every node runs
   router_actor router;
   std::vector<trainer_endpoint> trainers;
+  /// The head journals the run (cluster.state-dir): if it goes, a node
+  /// keeps its work and retries it for cluster.connect-timeout.
+  bool resumable = false;
 };
 
 /// Who is in the cluster.
@@ -272,7 +284,7 @@ typename Inspector::result_type inspect(Inspector& f, node_row& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, welcome& x) {
   return f(caf::meta::type_name("welcome"), x.pipeline, x.router,
-           x.trainers);
+           x.trainers, x.resumable);
 }
 
 template <class Inspector>

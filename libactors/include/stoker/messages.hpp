@@ -479,6 +479,7 @@ using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using saved_atom = caf::atom_constant<caf::atom("saved")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
 using world_atom = caf::atom_constant<caf::atom("world")>;
+using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
 
 /// Registers every message type of this header (and the actor handles of
 /// actors.hpp) with `cfg`; call once before the actor system starts.

@@ -417,6 +417,10 @@ struct cluster_spec {
   /// A CAF (BASP) message declaring a larger payload closes its connection
   /// at the node's gate, before CAF allocates for it.
   uint64_t max_message_bytes = uint64_t{256} << 20;
+  /// The head journals the run here (head.journal, written atomically):
+  /// with it, nodes outlive the head and a head started again with
+  /// --resume takes them back. Empty: nodes exit when the head goes.
+  std::string state_dir;
 };
 
 /// Mutual TLS between nodes (`tls.*`, this node's own files): every CAF

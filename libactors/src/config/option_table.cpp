@@ -58,7 +58,8 @@ std::vector<option_decl> make_table() {
              "tools/launch-cluster)")
     .boolean("resume", node_at<&N::resume>,
              "the trainer continues from the checkpoint in "
-             "trainer.checkpoint-dir (roles local and trainer)")
+             "trainer.checkpoint-dir (roles local and trainer); the head "
+             "continues the run journaled in cluster.state-dir")
     // -- console (head and local roles)
     .section("console")
     .boolean("terminal", node_at<&N::console, &console_spec::terminal>,
@@ -126,6 +127,11 @@ std::vector<option_decl> make_table() {
              i64_max,
              "a CAF message declaring more payload than this closes its "
              "connection (before CAF allocates for it)")
+    .text("state-dir", node_at<&N::cluster, &cluster_spec::state_dir>,
+          "the head journals the run here, so nodes outlive the head and a "
+          "head started again with --resume takes them back (other roles "
+          "ignore it); empty = nodes exit when the head goes")
+    .shown_default("none")
     // -- tls
     .section("tls")
     .text("certificate", node_at<&N::tls, &tls_spec::certificate>,

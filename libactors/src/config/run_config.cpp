@@ -34,12 +34,15 @@ caf::error check_across_keys(const run_config& cfg,
       && node.cluster.head_host.empty())
     return bad("--role=" + to_string(node.role)
                + " needs --cluster.head=HOST:PORT (where the head listens)");
-  if (node.resume && node.role != role_kind::local
-      && node.role != role_kind::trainer)
-    return bad("--resume with --role=" + to_string(node.role)
-               + ": only the trainer resumes; expected --role=local or "
-                 "--role=trainer");
-  if (node.resume && node.trainer.checkpoint_dir.empty())
+  if (node.resume && node.role == role_kind::worker)
+    return bad("--resume with --role=worker: workers keep no state; "
+               "expected --role=local, trainer or head");
+  if (node.resume && node.role == role_kind::head
+      && node.cluster.state_dir.empty())
+    return bad("--resume with --role=head needs cluster.state-dir (where the "
+               "head journaled the run)");
+  if (node.resume && node.role != role_kind::head
+      && node.trainer.checkpoint_dir.empty())
     return bad("--resume needs trainer.checkpoint-dir (where the checkpoint "
                "is)");
   // With TLS, a console beyond loopback takes only clients with a

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "stoker/errors.hpp"
+#include "core/atomic_file.hpp"
 #include "core/json_text.hpp"
 
 namespace stoker {
@@ -329,28 +330,9 @@ std::string to_json(const run_report& r) {
 }
 
 caf::error write_report(const run_report& report, const std::string& path) {
-  auto fail = [&](const std::string& what) {
+  if (auto err = write_file_atomically(path, to_json(report)))
     return make_error(errc::io_failure,
-                      "--report=" + path + ": " + what + " failed");
-  };
-  auto tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0)
-    return fail("creating " + tmp);
-  auto text = to_json(report);
-  size_t written = 0;
-  while (written < text.size()) {
-    auto n = ::write(fd, text.data() + written, text.size() - written);
-    if (n <= 0) {
-      ::close(fd);
-      return fail("writing " + tmp);
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    return fail("syncing " + tmp);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return fail("renaming " + tmp);
+                      "--report=" + path + ": " + describe(err));
   return caf::none;
 }
 

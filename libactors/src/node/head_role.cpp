@@ -121,17 +121,89 @@ form_group(caf::scoped_actor& self, const run_config& cfg,
   return store;
 }
 
+// The settings that make a run the same run (a resumed head must have
+// them all as the journal says).
+std::string run_words(const run_config& cfg) {
+  auto& s = cfg.pipeline.source;
+  return "pipeline.dataset-size=" + std::to_string(s.dataset_size)
+         + " pipeline.epochs=" + std::to_string(s.epochs)
+         + " pipeline.batch-size=" + std::to_string(s.batch_size)
+         + " pipeline.seed=" + std::to_string(s.seed)
+         + " pipeline.shuffle=" + (s.shuffle ? "true" : "false")
+         + " pipeline.last-batch=" + to_string(s.last_batch)
+         + " pipeline.source=" + cfg.pipeline.data.source.name;
+}
+
+// What the router journals from: a new run's identity, or with --resume
+// the last head's journal (checked to be this run's, and unfinished). A
+// state dir holding an unfinished run is not overwritten without --resume.
+caf::expected<router_journal> open_journal(const run_config& cfg) {
+  router_journal out;
+  auto& dir = cfg.node.cluster.state_dir;
+  if (dir.empty())
+    return out;
+  out.dir = dir;
+  auto path = head_journal_path(dir);
+  if (!cfg.node.resume) {
+    auto old = read_head_journal(dir);
+    if (old && !old->finished)
+      return make_error(errc::invalid_config,
+                        "cluster.state-dir = \"" + dir
+                          + "\" holds the journal of an unfinished run ("
+                          + std::to_string(old->acked_batches)
+                          + " batches acknowledged); expected --resume to "
+                            "go on with it, or another state dir (or "
+                            "remove "
+                          + path + ") for a new run");
+    out.start.run = run_words(cfg);
+  } else {
+    auto old = read_head_journal(dir);
+    if (!old)
+      return std::move(old.error());
+    if (old->finished)
+      return make_error(errc::invalid_config,
+                        "--resume: the run journaled in " + path
+                          + " completed already; expected an unfinished "
+                            "run (or no --resume for a new one)");
+    if (auto err = check_same_run(old->run, run_words(cfg), path))
+      return err;
+    out.start = std::move(*old);
+    ++out.start.heads;
+    out.resumed = true;
+  }
+  if (auto err = write_head_journal(dir, out.start))
+    return err;
+  return out;
+}
+
 } // namespace
 
 int head_role_main(caf::actor_system& sys, const run_config& cfg,
                    node_links& links) {
   print_banner(cfg);
+  auto journal = open_journal(cfg);
+  if (!journal) {
+    std::cerr << "stoker-node: " << describe(journal.error()) << std::endl;
+    return 2;
+  }
+  if (journal->resumed)
+    std::cout << "head: resuming the run journaled in "
+              << head_journal_path(journal->dir) << " ("
+              << journal->start.acked_batches
+              << " batch(es) acknowledged; head number "
+              << journal->start.heads
+              << "): its nodes rejoin with what they hold" << std::endl;
+  else if (!journal->dir.empty())
+    std::cout << "head: journaling the run in "
+              << head_journal_path(journal->dir)
+              << " (nodes outlive this head; start it again with --resume)"
+              << std::endl;
   epoch_source plan{cfg.pipeline.source};
   auto source = spawn_source(sys, cfg.pipeline.source);
   auto router = spawn_router(sys, source, cfg.pipeline.router,
                              plan.total_samples(),
                              batch_wire_bytes(cfg.pipeline),
-                             router_scope::cluster);
+                             router_scope::cluster, std::move(*journal));
   auto front_door = spawn_membership(sys, cfg, router);
   caf::scoped_actor self{sys};
   auto stop = [&] {

@@ -95,8 +95,10 @@ struct local_part {
   // (beside `actors`).
   std::vector<std::unique_ptr<batch_listener>> streams;
   std::vector<uint32_t> indices;
-  // Trainer nodes: each trainer's (gated) CAF port, for the joined line.
+  // Trainer nodes: each trainer's (gated) CAF port, for the joined line,
+  // and where each listens (beside `actors`: told to a head started again).
   std::vector<uint16_t> ports;
+  std::vector<trainer_endpoint> places;
   // Set before the actors are told to exit: a worker then drops a batch it
   // cannot send instead of falling back and saying so.
   std::shared_ptr<std::atomic<bool>> stopping
@@ -198,6 +200,7 @@ start_trainer(caf::actor_system& sys, const run_config& cfg,
     local.streams.push_back(std::move(*stream));
   }
   local.actors.push_back(caf::actor_cast<caf::actor>(*trainer));
+  local.places.push_back(where);
   return std::make_pair(std::move(*trainer), std::move(where));
 }
 
@@ -229,6 +232,58 @@ start_trainers(caf::actor_system& sys, caf::scoped_actor& self,
   self->send(head, join_atom::value, cfg.node.name, std::move(trainers),
              std::move(places));
   return local;
+}
+
+// The head went away and journals its run (cluster.state-dir): reaches it
+// again (retrying for cluster.connect-timeout), says hello, checks that it
+// runs the same run, points every local actor at its router and brings
+// them in again. Leases of the old head still queued are made and trained
+// as before; the trainer's hello tells the new router what it trained.
+caf::expected<std::pair<membership_actor, welcome>>
+rejoin_head(caf::actor_system& sys, caf::scoped_actor& self,
+            const run_config& mine, const node_info& info, local_part& local,
+            node_links& links) {
+  auto& c = mine.node.cluster;
+  auto where = c.head_host + ":" + std::to_string(c.head_port);
+  auto head = connect_to_head(sys, c, links);
+  if (!head)
+    return std::move(head.error());
+  caf::expected<welcome> hello{caf::error{}};
+  self->request(*head, c.join_timeout, hello_atom::value, info)
+    .receive([&](welcome& w) { hello = std::move(w); },
+             [&](caf::error& err) { hello = std::move(err); });
+  if (!hello)
+    return make_error(errc::run_failure,
+                      "the head at " + where + " is back but did not take "
+                        + "node '" + info.name
+                        + "' again: " + describe(hello.error()));
+  auto& was = mine.pipeline.source;
+  auto& is = hello->pipeline.source;
+  if (was.dataset_size != is.dataset_size || was.epochs != is.epochs
+      || was.batch_size != is.batch_size || was.seed != is.seed
+      || was.shuffle != is.shuffle)
+    return make_error(errc::run_failure,
+                      "the head at " + where
+                        + " is back with another run (pipeline.dataset-size, "
+                          "epochs, batch-size, seed or shuffle differ); "
+                          "expected the head started again with --resume");
+  self->monitor(*head);
+  auto router = caf::actor_cast<caf::actor>(hello->router);
+  for (auto& a : local.actors)
+    self->send(a, rejoin_atom::value, router);
+  if (info.role == role_kind::worker) {
+    std::vector<worker_actor> workers;
+    for (auto& a : local.actors)
+      workers.push_back(caf::actor_cast<worker_actor>(a));
+    self->send(*head, join_atom::value, info.name, std::move(workers));
+  } else {
+    std::vector<trainer_actor> trainers;
+    for (auto& a : local.actors)
+      trainers.push_back(caf::actor_cast<trainer_actor>(a));
+    self->send(*head, join_atom::value, info.name, std::move(trainers),
+               local.places);
+  }
+  return std::make_pair(std::move(*head), std::move(*hello));
 }
 
 } // namespace
@@ -307,97 +362,135 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   // head silent this long is hung (kill -STOP keeps its connections open,
   // so no down message comes).
   auto silence = mine.pipeline.router.heartbeat_timeout;
-  for (bool running = true; running;)
-    self->receive(
-      [&](shutdown_atom) {
-        running = false;
-        return done_atom::value;
-      },
-      [&](ping_atom) {},
-      [&](trainer_endpoint& t) {
-        // A trainer joined after this worker node: connect, and give every
-        // local worker its batch stream.
-        auto direct = links.connect<trainer_actor>(sys, t.host, t.port,
-                                                   "trainer '" + t.node + "'");
-        if (!direct) {
-          std::cerr << "stoker-node: cannot reach trainer '" << t.node
-                    << "' at " << t.host << ":" << t.port << ": "
-                    << describe(direct.error()) << std::endl;
-          return;
-        }
-        if (t.data_port != 0)
-          for (auto& a : local->actors)
-            self->send(a, batch_route{*direct, t.host, t.data_port,
-                                      t.stream_token});
-      },
-      [&](caf::down_msg& msg) {
-        if (msg.source == caf::actor_cast<caf::actor_addr>(*head)) {
-          std::cerr << "stoker-node: the head went away before the run "
-                       "ended"
-                    << (msg.reason ? ": " + describe(msg.reason) : "")
-                    << std::endl;
-          code = 1;
+  auto head_at = c.head_host + ":" + std::to_string(c.head_port);
+  for (bool head_lost = false;; head_lost = false) {
+    for (bool running = true; running;)
+      self->receive(
+        [&](shutdown_atom) {
           running = false;
-          return;
-        }
-        // One of this node's trainers stopped. In a group that saves
-        // checkpoints the group goes back to its last one and every rank
-        // forms it again: this node starts that rank's trainer anew.
-        auto at = std::find_if(local->actors.begin(), local->actors.end(),
-                               [&](auto& a) {
-                                 return a.address() == msg.source;
-                               });
-        if (at == local->actors.end())
-          return;
-        auto k = static_cast<size_t>(at - local->actors.begin());
-        auto index = local->indices[k];
-        if (world <= 1 || mine.node.trainer.checkpoint_dir.empty()) {
-          if (msg.reason && msg.reason != caf::exit_reason::user_shutdown)
-            std::cerr << "stoker-node: trainer " << cfg.node.name << "/"
-                      << index << " stopped: " << describe(msg.reason)
+          return done_atom::value;
+        },
+        [&](ping_atom) {},
+        [&](trainer_endpoint& t) {
+          // A trainer joined after this worker node: connect, and give every
+          // local worker its batch stream.
+          auto direct = links.connect<trainer_actor>(sys, t.host, t.port,
+                                                     "trainer '" + t.node + "'");
+          if (!direct) {
+            std::cerr << "stoker-node: cannot reach trainer '" << t.node
+                      << "' at " << t.host << ":" << t.port << ": "
+                      << describe(direct.error()) << std::endl;
+            return;
+          }
+          if (t.data_port != 0)
+            for (auto& a : local->actors)
+              self->send(a, batch_route{*direct, t.host, t.data_port,
+                                        t.stream_token});
+        },
+        [&](caf::down_msg& msg) {
+          if (msg.source == caf::actor_cast<caf::actor_addr>(*head)) {
+            std::cerr << "stoker-node: the head at " << head_at
+                      << " went away before the run ended"
+                      << (msg.reason ? ": " + describe(msg.reason) : "")
                       << std::endl;
-          return;
-        }
-        if (++restarts > max_trainer_restarts) {
-          std::cerr << "stoker-node: trainer " << cfg.node.name << "/"
-                    << index << " stopped (" << describe(msg.reason)
-                    << ") after " << max_trainer_restarts
-                    << " restarts; not starting it again" << std::endl;
-          return;
-        }
-        local->actors.erase(at);
-        local->indices.erase(local->indices.begin()
-                             + static_cast<std::ptrdiff_t>(k));
-        auto again = mine;
-        again.node.resume = false; // the group's rank 0 sends the state
-        auto started = start_trainer(sys, again, hello->router, reg, index,
-                                     *local, links);
-        if (!started) {
-          std::cerr << "stoker-node: cannot start trainer " << cfg.node.name
-                    << "/" << index << " again: "
-                    << describe(started.error()) << std::endl;
-          return;
-        }
-        std::cout << "trainer " << cfg.node.name << "/" << index
-                  << " stopped (" << describe(msg.reason)
-                  << "); started again to rejoin its group" << std::endl;
-        self->monitor(started->first);
-        local->indices.push_back(index);
-        self->send(*head, join_atom::value, cfg.node.name,
-                   std::vector<trainer_actor>{started->first},
-                   std::vector<trainer_endpoint>{started->second});
-      },
-      [&](world_atom, uint32_t w) { world = w; },
-      caf::after(silence) >> [&] {
-        std::cerr << "stoker-node: the head at " << c.head_host << ":"
-                  << c.head_port << " has been silent for "
-                  << silence.count()
-                  << " ms (cluster.heartbeat-timeout): it is hung or cut "
-                     "off; node '"
-                  << cfg.node.name << "' stops" << std::endl;
-        code = 1;
-        running = false;
-      });
+            head_lost = true;
+            running = false;
+            return;
+          }
+          // One of this node's trainers stopped. In a group that saves
+          // checkpoints the group goes back to its last one and every rank
+          // forms it again: this node starts that rank's trainer anew.
+          auto at = std::find_if(local->actors.begin(), local->actors.end(),
+                                 [&](auto& a) {
+                                   return a.address() == msg.source;
+                                 });
+          if (at == local->actors.end())
+            return;
+          auto k = static_cast<size_t>(at - local->actors.begin());
+          auto index = local->indices[k];
+          if (world <= 1 || mine.node.trainer.checkpoint_dir.empty()) {
+            if (msg.reason && msg.reason != caf::exit_reason::user_shutdown)
+              std::cerr << "stoker-node: trainer " << cfg.node.name << "/"
+                        << index << " stopped: " << describe(msg.reason)
+                        << std::endl;
+            return;
+          }
+          if (++restarts > max_trainer_restarts) {
+            std::cerr << "stoker-node: trainer " << cfg.node.name << "/"
+                      << index << " stopped (" << describe(msg.reason)
+                      << ") after " << max_trainer_restarts
+                      << " restarts; not starting it again" << std::endl;
+            return;
+          }
+          local->actors.erase(at);
+          local->indices.erase(local->indices.begin()
+                               + static_cast<std::ptrdiff_t>(k));
+          local->places.erase(local->places.begin()
+                              + static_cast<std::ptrdiff_t>(k));
+          auto again = mine;
+          again.node.resume = false; // the group's rank 0 sends the state
+          auto started = start_trainer(sys, again, hello->router, reg, index,
+                                       *local, links);
+          if (!started) {
+            std::cerr << "stoker-node: cannot start trainer " << cfg.node.name
+                      << "/" << index << " again: "
+                      << describe(started.error()) << std::endl;
+            return;
+          }
+          std::cout << "trainer " << cfg.node.name << "/" << index
+                    << " stopped (" << describe(msg.reason)
+                    << "); started again to rejoin its group" << std::endl;
+          self->monitor(started->first);
+          local->indices.push_back(index);
+          self->send(*head, join_atom::value, cfg.node.name,
+                     std::vector<trainer_actor>{started->first},
+                     std::vector<trainer_endpoint>{started->second});
+        },
+        [&](world_atom, uint32_t w) { world = w; },
+        caf::after(silence) >> [&] {
+          std::cerr << "stoker-node: the head at " << head_at
+                    << " has been silent for " << silence.count()
+                    << " ms (cluster.heartbeat-timeout): it is hung or cut "
+                       "off"
+                    << std::endl;
+          head_lost = true;
+          running = false;
+        });
+    if (!head_lost)
+      break;
+    code = 1;
+    if (!hello->resumable) {
+      std::cerr << "stoker-node: node '" << cfg.node.name
+                << "' stops (the head keeps no journal: set "
+                   "cluster.state-dir on the head for nodes that outlive it)"
+                << std::endl;
+      break;
+    }
+    if (world > 1) {
+      std::cerr << "stoker-node: node '" << cfg.node.name
+                << "' stops: its data-parallel group met at the head's "
+                   "store, which went with it (start the run again, the "
+                   "trainers with --resume from the group's checkpoint)"
+                << std::endl;
+      break;
+    }
+    std::cout << "node '" << cfg.node.name
+              << "' keeps its work and tries to reach the head again for "
+              << c.connect_timeout.count() << " ms (cluster.connect-timeout)"
+              << std::endl;
+    auto back = rejoin_head(sys, self, mine, info, *local, links);
+    if (!back) {
+      std::cerr << "stoker-node: " << describe(back.error()) << "; node '"
+                << cfg.node.name << "' stops" << std::endl;
+      break;
+    }
+    head = std::move(back->first);
+    hello = std::move(back->second);
+    code = 0;
+    std::cout << to_string(cfg.node.role) << " '" << cfg.node.name
+              << "' rejoined the head at " << head_at << " with its "
+              << local->actors.size() << " actor(s)" << std::endl;
+  }
   // Stop the local actors and wait until they are gone, so the actor
   // system's shutdown has nothing left to wait for.
   *local->stopping = true;

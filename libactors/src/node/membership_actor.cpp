@@ -19,6 +19,7 @@ struct membership_state {
   pipeline_options pipeline; // what every node runs
   std::chrono::milliseconds ping_interval{1000}; // to every node's control
   router_actor router;
+  bool resumable = false; // the head journals (cluster.state-dir)
   membership members{{}};
   roster current;
   std::map<std::string, node_info> hellos; // by node name: what it said
@@ -47,6 +48,7 @@ welcome welcome_of(membership_ptr self) {
   w.pipeline = self->state.pipeline;
   w.router = self->state.router;
   w.trainers = self->state.trainers;
+  w.resumable = self->state.resumable;
   return w;
 }
 
@@ -79,6 +81,7 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
   for (auto& node : cfg.node.cluster.nodes)
     expected.push_back(node.name);
   st.members = membership{std::move(expected)};
+  st.resumable = !cfg.node.cluster.state_dir.empty();
   st.pipeline = std::move(cfg.pipeline);
   st.ping_interval = std::max(std::chrono::milliseconds{50},
                               st.pipeline.router.heartbeat_timeout / 5);

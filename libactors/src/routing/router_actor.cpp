@@ -155,7 +155,37 @@ void maybe_finish(router_ptr self) {
     std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now()
                                                          - st.run_started)
       .count());
+  st.journal.start.finished = true; // nothing left to resume
+  write_journal(self, true);
   st.run_promise.deliver(summary);
+}
+
+void write_journal(router_ptr self, bool now) {
+  auto& st = self->state;
+  if (st.journal.dir.empty() || (!now && !st.journal_dirty))
+    return;
+  auto t = st.now_ns();
+  if (!now && t - st.journal_written_ns < 1'000'000'000)
+    return;
+  auto& j = st.journal.start;
+  j.acked_below = st.acked.watermark();
+  j.acked_ids = st.acked.sparse();
+  j.run_ns = st.journal_run_ns
+             + (st.run_requested
+                  ? static_cast<uint64_t>(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      clock_type::now() - st.run_started)
+                      .count())
+                  : 0);
+  if (auto err = write_head_journal(st.journal.dir, j)) {
+    // The run goes on; only a restart of this head would miss it.
+    caf::aout(self) << "router: " << describe(err)
+                    << " (the run goes on; a head started again could not "
+                       "resume it)"
+                    << std::endl;
+  }
+  st.journal_dirty = false;
+  st.journal_written_ns = t;
 }
 
 void fetch(router_ptr self) {
@@ -341,10 +371,17 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
                                       router_spec spec,
                                       uint64_t expected_samples,
                                       uint64_t batch_bytes,
-                                      router_scope scope) {
+                                      router_scope scope,
+                                      router_journal journal) {
   auto& st = self->state;
   st.spec = spec;
   st.scope = scope;
+  st.journal = std::move(journal);
+  if (st.journal.resumed) {
+    st.acked.restore(st.journal.start.acked_below,
+                     st.journal.start.acked_ids);
+    st.journal_run_ns = st.journal.start.run_ns;
+  }
   st.table = routing_table{spec.policy, ns_of(3 * spec.report_interval), 0};
   st.limits.initial = spec.window;
   st.limits.max_bytes = spec.max_inflight_bytes;
@@ -426,12 +463,16 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       for (auto& t : s.trainers) // a group of one: checkpoints only there
         t.heard_ns = s.now_ns();
       s.book.saved(); // all acked so far is in the checkpoint
+      ++s.journal.start.checkpoints;
+      s.journal_dirty = true;
     },
     [=](saved_atom, const std::vector<uint64_t>& next_seq) {
       auto& s = self->state;
       for (auto& t : s.trainers)
         t.heard_ns = s.now_ns();
       s.book.saved(next_seq); // rank 0 wrote the group's checkpoint
+      ++s.journal.start.checkpoints;
+      s.journal_dirty = true;
     },
     [=](world_atom, uint32_t world) -> caf::result<group_plan> {
       auto& s = self->state;
@@ -456,6 +497,7 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       if (!s.run_promise.pending())
         return; // the run is over: stop ticking
       check_heartbeats(self);
+      write_journal(self);
       s.offer_series();
       send_leases(self,
                   s.book.hedge(s.table, s.now_ns(), s.spec.hedge_factor));
@@ -483,9 +525,10 @@ namespace stoker {
 
 router_actor spawn_router(caf::actor_system& sys, source_actor source,
                           const router_spec& spec, uint64_t expected_samples,
-                          uint64_t batch_bytes, router_scope scope) {
+                          uint64_t batch_bytes, router_scope scope,
+                          router_journal journal) {
   return sys.spawn(detail::router_fn, std::move(source), spec,
-                   expected_samples, batch_bytes, scope);
+                   expected_samples, batch_bytes, scope, std::move(journal));
 }
 
 } // namespace stoker

@@ -14,6 +14,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "stoker/actors.hpp"
+#include "core/batch_id_set.hpp"
 #include "core/trace_recorder.hpp"
 #include "routing/inflight_window.hpp"
 #include "routing/lease_book.hpp"
@@ -87,6 +88,12 @@ struct router_state {
   caf::typed_response_promise<router_summary> run_promise;
   bool run_requested = false;
   caf::error failure;
+  // -- the journal (cluster.state-dir; dir empty: none)
+  router_journal journal;
+  batch_id_set acked;         // every batch acknowledged, over every head
+  bool journal_dirty = false; // acks or checkpoints since the last write
+  uint64_t journal_written_ns = 0;
+  uint64_t journal_run_ns = 0; // the run's time under earlier heads
   static constexpr const char* name = "stoker.router";
 
   uint64_t now_ns() const {
@@ -128,6 +135,10 @@ void send_leases(router_ptr self, std::vector<lease_order> orders);
 
 /// Answers `run` if the run is over (router_actor.cpp).
 void maybe_finish(router_ptr self);
+
+/// Writes the journal if there is one and something changed, at most once
+/// a second unless `now` (router_actor.cpp).
+void write_journal(router_ptr self, bool now = false);
 
 /// A trainer said hello (router_trainers.cpp).
 void trainer_joined(router_ptr self, trainer_actor trainer,

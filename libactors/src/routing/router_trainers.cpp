@@ -112,6 +112,26 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
     self->send_exit(trainer, caf::exit_reason::user_shutdown);
     return;
   }
+  if (st.journal.resumed && st.journal.start.acked_batches > 0
+      && hello.done_below == 0 && hello.done_ids.empty()) {
+    // The run's journal says batches were trained: a trainer that trained
+    // none would count them missing, and its model never saw them.
+    caf::aout(self) << "router: refused trainer of node '" << hello.node
+                    << "': the run in cluster.state-dir = "
+                    << st.journal.dir << " has "
+                    << st.journal.start.acked_batches
+                    << " acknowledged batch(es) and this trainer trained "
+                       "none; expected the trainer that ran them (or one "
+                       "started with --resume from its checkpoint)"
+                    << std::endl;
+    self->send_exit(trainer, caf::exit_reason::user_shutdown);
+    return;
+  }
+  if (st.journal.resumed && hello.resumed)
+    caf::aout(self) << "router: trainer of node '" << hello.node
+                    << "' is back (batches below " << hello.done_below
+                    << " and " << hello.done_ids.size()
+                    << " more trained): the run goes on" << std::endl;
   if (st.world() == 1 && st.book.trainer_lost_at())
     caf::aout(self) << "router: a trainer rejoined from its checkpoint "
                        "(batches below "
@@ -168,10 +188,17 @@ void on_ack(router_ptr self, const batch_ack& ack) {
     return; // not of this group
   auto& slot = st.trainers[ack.rank];
   slot.heard_ns = now;
+  auto samples_before = st.book.counters().acked_samples;
   auto took = st.book.ack(ack.batch_id, now);
   if (!took)
     return; // a late answer for a batch acknowledged already
   st.lease_to_ack.add(*took);
+  if (!st.journal.dir.empty() && st.acked.insert(ack.batch_id)) {
+    ++st.journal.start.acked_batches;
+    st.journal.start.acked_samples += st.book.counters().acked_samples
+                                      - samples_before;
+    st.journal_dirty = true;
+  }
   if (ack.step_ns > 0) { // trained on (not rejected)
     // The same weight as the routing table's rates: a few steps settle it.
     auto mix = [&](double& avg, uint64_t x) {

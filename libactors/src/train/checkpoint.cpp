@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "stoker/errors.hpp"
+#include "core/atomic_file.hpp"
 
 namespace stoker {
 
@@ -76,11 +77,6 @@ private:
   size_t at_ = 0;
 };
 
-caf::error io_error(const std::string& path, const std::string& what) {
-  return make_error(errc::io_failure, "checkpoint " + path + ": " + what
-                                        + ": " + std::strerror(errno));
-}
-
 } // namespace
 
 std::string checkpoint_path(const std::string& dir) {
@@ -110,39 +106,10 @@ std::string encode_checkpoint(const checkpoint& ckpt) {
 }
 
 caf::error write_checkpoint(const checkpoint& ckpt, const std::string& dir) {
-  writer w;
-  w.bytes = encode_checkpoint(ckpt);
-  ::mkdir(dir.c_str(), 0755); // EEXIST is fine; open() below reports others
-  auto path = checkpoint_path(dir);
-  auto tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return io_error(tmp, "cannot create");
-  for (size_t done = 0; done < w.bytes.size();) {
-    auto n = ::write(fd, w.bytes.data() + done, w.bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      auto err = io_error(tmp, "cannot write");
-      ::close(fd);
-      return err;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    auto err = io_error(tmp, "cannot fsync");
-    ::close(fd);
-    return err;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return io_error(path, "cannot rename " + tmp + " to it");
-  // The rename itself must survive a crash: sync the directory entry.
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  ::mkdir(dir.c_str(), 0755); // EEXIST is fine; the write reports others
+  auto bytes = encode_checkpoint(ckpt);
+  if (auto err = write_file_atomically(checkpoint_path(dir), bytes))
+    return make_error(errc::io_failure, "checkpoint: " + describe(err));
   return caf::none;
 }
 

@@ -321,7 +321,14 @@ void on_batch(trainer_ptr self, image_batch& batch) {
                              [&](auto& kv) { return same(kv.second); });
   if (copy) {
     // The slower copy of a hedged batch: the faster one was trained on.
+    // Acknowledged all the same (no step): a router started after this
+    // trainer trained it may have leased it again, and waits for the ack.
     ++s.stats.dropped_copies;
+    batch_ack ack;
+    ack.batch_id = batch.batch_id;
+    ack.rank = s.group.rank;
+    ack.backlog = self->mailbox().size();
+    self->send(s.router, ack);
     recycle(s, batch);
     return;
   }
@@ -441,6 +448,20 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
     },
     [=](group_spec& g) {
       auto& s = self->state;
+      if (s.grouped && s.rejoining && g.world == 1 && s.group.world == 1) {
+        // The head's new router: every batch trained so far (the ledger
+        // and the model have them) is never leased again.
+        s.rejoining = false;
+        s.hello.resumed = true;
+        s.hello.done_below = s.consumed.watermark();
+        s.hello.done_ids = s.consumed.sparse();
+        self->send(s.router, credit_atom::value,
+                   caf::actor_cast<trainer_actor>(self), s.hello);
+        caf::aout(self) << "trainer: said hello to the new head's router ("
+                        << s.ledger->unique() << " samples trained so far)"
+                        << std::endl;
+        return;
+      }
       if (s.grouped)
         return; // one group per trainer
       if (!join_group(self, std::move(g)))
@@ -450,6 +471,12 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
         s.early.pop_front();
         on_batch(self, b);
       }
+    },
+    [=](rejoin_atom, const caf::actor& next) {
+      // The head was started again (--resume): acks go to its router.
+      auto& s = self->state;
+      s.router = caf::actor_cast<router_actor>(next);
+      s.rejoining = true;
     },
     [=](stats_atom) {
       auto& s = self->state;

@@ -44,6 +44,9 @@ struct trainer_state {
   // Its place in the data-parallel group (a group_spec sets it).
   group_spec group;
   bool grouped = false; // the group_spec came: hello sent
+  // A new router (the head was started again): the next group_spec says
+  // hello to it with everything trained so far.
+  bool rejoining = false;
   std::shared_ptr<collective_group> collective; // world > 1
   // world > 1: batches run strictly in the order of their slot.seq (each
   // global step is the same step on every rank); those that arrive early

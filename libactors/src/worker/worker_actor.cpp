@@ -35,6 +35,7 @@ struct worker_state {
   std::shared_ptr<const std::atomic<bool>> stopping;
   std::unique_ptr<worker_pulse> pulse; // alive while busy on one item
   batch_resources own; // its scratch, the node's buffer pool
+  router_actor router; // where reports go (another after a head restart)
   static constexpr const char* name = "stoker.worker";
 };
 
@@ -109,14 +110,19 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
   self->state.handshake_timeout = setup.handshake_timeout;
   self->state.own.buffers = setup.buffers;
   auto interval = setup.report_interval;
-  // The pulse's thread holds no strong reference: the worker may go.
+  // The pulse's thread holds no strong reference: the worker may go. Made
+  // again for a new router (between items: the pulse is idle then).
   auto weak = caf::actor_cast<caf::weak_actor_ptr>(self);
-  self->state.pulse = std::make_unique<worker_pulse>(
-    interval, [weak, router](const worker_report& report) {
-      if (auto strong = caf::actor_cast<caf::strong_actor_ptr>(weak))
-        caf::anon_send(router, done_atom::value,
-                       caf::actor_cast<worker_actor>(strong), report);
-    });
+  auto start_pulse = [self, weak, interval] {
+    self->state.pulse = std::make_unique<worker_pulse>(
+      interval, [weak, router = self->state.router](const worker_report& r) {
+        if (auto strong = caf::actor_cast<caf::strong_actor_ptr>(weak))
+          caf::anon_send(router, done_atom::value,
+                         caf::actor_cast<worker_actor>(strong), r);
+      });
+  };
+  self->state.router = std::move(router);
+  start_pulse();
   self->delayed_send(self, interval, tick_atom::value);
   auto me = [self] { return caf::actor_cast<worker_actor>(self); };
   return {
@@ -171,7 +177,7 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
       report.batch_id = item.batch_id;
       report.samples = static_cast<uint32_t>(item.sample_ids.size());
       report.busy_ns = busy;
-      self->send(router, done_atom::value, me(), report);
+      self->send(st.router, done_atom::value, me(), report);
     },
     [=](batch_route& route) {
       // A trainer that joined after this worker (e.g. one restarted with
@@ -183,9 +189,15 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
       st.routes.push_back(std::move(route));
       st.senders.emplace_back();
     },
+    [=](rejoin_atom, const caf::actor& next) {
+      // The head was started again: its router gets the reports now.
+      self->state.router = caf::actor_cast<router_actor>(next);
+      start_pulse();
+    },
     [=](tick_atom) {
       // Between items: say it is alive and how much waits in its mailbox.
-      self->send(router, done_atom::value, me(), make_report(self));
+      self->send(self->state.router, done_atom::value, me(),
+                 make_report(self));
       self->delayed_send(self, interval, tick_atom::value);
     },
     [=](stats_atom) {
