@@ -126,7 +126,8 @@ BOOST_AUTO_TEST_CASE(a_failed_run_exits_promptly_and_writes_its_report) {
   BOOST_TEST((clock_type::now() - failed_at < 6s));
   auto log = read_file(run.log);
   BOOST_TEST(has(log, "stoker-node: run failed: the trainer exited before "
-                      "the run ended: checkpoint /proc/stoker-no-such-dir"),
+                      "the run ended: checkpoint: cannot create "
+                      "/proc/stoker-no-such-dir/"),
              log);
   BOOST_TEST(!has(log, "waiting up to"), log);
   auto json = read_file(report);

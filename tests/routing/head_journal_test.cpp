@@ -12,8 +12,8 @@ using namespace stoker;
 
 namespace {
 
-head_journal sample_journal() {
-  head_journal j;
+stoker::head_journal sample_journal() {
+  stoker::head_journal j;
   j.run = "pipeline.dataset-size=4800 pipeline.seed=7";
   j.heads = 2;
   j.acked_batches = 58;
@@ -33,7 +33,7 @@ std::string error_of(const std::string& text) {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(head_journal_suite)
+BOOST_AUTO_TEST_SUITE(head_journal)
 
 BOOST_AUTO_TEST_CASE(a_journal_reads_back_as_written) {
   auto j = sample_journal();
