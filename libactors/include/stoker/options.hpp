@@ -44,6 +44,21 @@ struct enum_names<role_kind> {
     {role_kind::trainer, "trainer"}};
 };
 
+/// Where a node learns the cluster's shape (`cluster.discover`).
+enum class discover_kind : uint8_t {
+  static_nodes = 1, ///< cluster.nodes, --role and --cluster.head as given
+  sagemaker = 2,    ///< SageMaker's resourceconfig.json
+  slurm = 3,        ///< Slurm's SLURM_* environment (one task per node)
+};
+
+template <>
+struct enum_names<discover_kind> {
+  static constexpr enum_name<discover_kind> table[] = {
+    {discover_kind::static_nodes, "static"},
+    {discover_kind::sagemaker, "sagemaker"},
+    {discover_kind::slurm, "slurm"}};
+};
+
 /// Whether a head or local node shows one updating progress line
 /// (`--progress`): auto = when standard output is a terminal.
 enum class progress_mode : uint8_t { automatic = 1, on = 2, off = 3 };
@@ -417,6 +432,19 @@ struct cluster_spec {
   /// A CAF (BASP) message declaring a larger payload closes its connection
   /// at the node's gate, before CAF allocates for it.
   uint64_t max_message_bytes = uint64_t{256} << 20;
+  /// Where the topology comes from; anything but static_nodes sets this
+  /// node's role, name, host, the head's address and (on the head)
+  /// cluster.nodes from what the platform says (config/discovery.hpp).
+  discover_kind discover = discover_kind::static_nodes;
+  /// SageMaker's resource file (overridable for tests).
+  std::string sagemaker_config = "/opt/ml/input/config/resourceconfig.json";
+  /// The instance group whose hosts run trainers (SageMaker); its first
+  /// host runs the head too. Slurm: a het group's number, or "" to take
+  /// the one with GPUs.
+  std::string trainer_group = "gpu";
+  /// This node's host instead of the platform's (tests: one machine
+  /// playing several hosts).
+  std::string current_host;
   /// The head journals the run here (head.journal, written atomically):
   /// with it, nodes outlive the head and a head started again with
   /// --resume takes them back. Empty: nodes exit when the head goes.
@@ -514,6 +542,17 @@ struct node_options {
   bool resume = false; ///< the trainer continues from its last checkpoint
   bool print_nodes = false; ///< print cluster.nodes and exit
   uint32_t workers = 0; ///< CPU workers; 0 = one per core
+  /// What this node's machine costs per hour (node.price-per-hour; 0: look
+  /// up instance_type in prices, else unknown): the run's cost.
+  double price_per_hour = 0.0;
+  std::string instance_type; ///< node.instance-type (SageMaker fills it)
+  /// node.prices: "TYPE=DOLLARS_PER_HOUR" as the user supplies them.
+  std::vector<std::pair<std::string, double>> prices;
+  /// Set by discovery on the head's machine: the node it runs beside the
+  /// head (SageMaker: the first GPU host's trainer), as a second process.
+  std::optional<node_spec> companion;
+  /// What discovery found, said by --print-nodes and at the start.
+  std::string discovered;
   /// Each worker of this node does its transform work this many times (it
   /// keeps the first result): makes slow workers for benchmarks and tests.
   double slowdown = 1.0;

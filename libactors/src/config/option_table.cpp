@@ -1,5 +1,7 @@
 #include "config/option_table.hpp"
 
+#include <cstdlib>
+
 #include "config/table_builder.hpp"
 
 namespace stoker {
@@ -33,6 +35,29 @@ caf::error read_nodes(const std::string& name,
     nodes.push_back(std::move(*node));
   }
   cfg.node.cluster.nodes = std::move(nodes);
+  return caf::none;
+}
+
+// node.prices = ["TYPE=DOLLARS", ...].
+caf::error read_prices(const std::string& name,
+                       const std::vector<std::string>& entries,
+                       run_config& cfg) {
+  std::vector<std::pair<std::string, double>> prices;
+  for (auto& entry : entries) {
+    auto eq = entry.rfind('=');
+    char* end = nullptr;
+    double price = eq == std::string::npos
+                     ? -1.0
+                     : std::strtod(entry.c_str() + eq + 1, &end);
+    if (eq == std::string::npos || eq == 0 || end == entry.c_str() + eq + 1
+        || *end != '\0' || !(price >= 0.0) || price > 1e6)
+      return make_error(errc::invalid_config,
+                        name + ": \"" + entry
+                          + "\": expected \"INSTANCE-TYPE=DOLLARS_PER_HOUR\" "
+                            "(e.g. \"ml.g5.xlarge=1.408\")");
+    prices.emplace_back(entry.substr(0, eq), price);
+  }
+  cfg.node.prices = std::move(prices);
   return caf::none;
 }
 
@@ -93,6 +118,17 @@ std::vector<option_decl> make_table() {
           "the machine the node runs on: workers on the trainer's machine "
           "are local to it (local-only, tie-breaks)")
     .shown_default("the hostname")
+    .real("price-per-hour", node_at<&N::price_per_hour>, 0.0, 1e6,
+          "what this node's machine costs per hour, for the run's cost; 0 = "
+          "node.instance-type's price in node.prices, else unknown")
+    .text("instance-type", node_at<&N::instance_type>,
+          "this machine's instance type (cluster.discover = sagemaker fills "
+          "it from the node's instance group)")
+    .shown_default("none")
+    .list("prices", option_scope::node,
+          "instance prices the user supplies: \"TYPE=DOLLARS_PER_HOUR\" "
+          "entries, looked up by node.instance-type",
+          "[\"TYPE=PRICE\", ...]", "[]", read_prices)
     // -- cluster
     .section("cluster")
     .text("bind", node_at<&N::cluster, &cluster_spec::bind>,
@@ -127,6 +163,24 @@ std::vector<option_decl> make_table() {
              i64_max,
              "a CAF message declaring more payload than this closes its "
              "connection (before CAF allocates for it)")
+    .choice("discover", node_at<&N::cluster, &cluster_spec::discover>,
+            "where the topology comes from: static (cluster.nodes, --role, "
+            "--cluster.head), sagemaker (its resourceconfig.json) or slurm "
+            "(SLURM_* of a one-task-per-node job); the same command line on "
+            "every host then works out each node's role")
+    .text("sagemaker-config",
+          node_at<&N::cluster, &cluster_spec::sagemaker_config>,
+          "SageMaker's resource file (cluster.discover = sagemaker)")
+    .text("trainer-group",
+          node_at<&N::cluster, &cluster_spec::trainer_group>,
+          "SageMaker: the instance group whose hosts run trainers (its "
+          "first host the head too); Slurm: the het group's number, empty = "
+          "the one with GPUs")
+    .text("current-host",
+          node_at<&N::cluster, &cluster_spec::current_host>,
+          "this node's host instead of the platform's (one machine playing "
+          "several hosts)")
+    .shown_default("the platform's")
     .text("state-dir", node_at<&N::cluster, &cluster_spec::state_dir>,
           "the head journals the run here, so nodes outlive the head and a "
           "head started again with --resume takes them back (other roles "

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "stoker/errors.hpp"
+#include "config/discovery.hpp"
 #include "config/option_table.hpp"
 
 namespace stoker {
@@ -119,6 +120,15 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
   if (p.data.source.name == "synthetic"
       || given(content, "pipeline.dataset-size"))
     p.data.train_limit = p.source.dataset_size;
+  if (cfg.node.cluster.discover != discover_kind::static_nodes) {
+    if (given(content, "role"))
+      return bad("--role with cluster.discover = "
+                 + to_string(cfg.node.cluster.discover)
+                 + ": discovery decides each host's role; expected the same "
+                   "command line on every host, without --role");
+    if (auto err = apply_platform_discovery(cfg))
+      return err;
+  }
   if (auto err = check_across_keys(cfg, content))
     return err;
   return cfg;

@@ -1,9 +1,14 @@
 #include "stoker/node_main.hpp"
 
+#include <chrono>
 #include <csignal>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <spawn.h>
+#include <sys/wait.h>
 
 #include <caf/actor_system.hpp>
 
@@ -13,7 +18,58 @@
 #include "node/node_links.hpp"
 #include "node/roles.hpp"
 
+extern "C" char** environ;
+
 namespace stoker {
+
+namespace {
+
+// Discovery put a node beside the head on this host (SageMaker: the first
+// GPU host's trainer): the same program with the same arguments, the node's
+// role and the head's address added (later flags win), as a child.
+pid_t start_companion(const std::vector<std::string>& args,
+                      const node_options& node) {
+  auto& c = node.cluster;
+  std::vector<std::string> full{"stoker-node"};
+  full.insert(full.end(), args.begin(), args.end());
+  auto& n = *node.companion;
+  for (auto& extra : std::vector<std::string>{"--cluster.discover=static",
+                     "--role=" + to_string(n.role), "--node.name=" + n.name,
+                     "--node.host=" + node.host, "--cluster.bind=" + c.bind,
+                     "--cluster.head=" + c.head_host + ":"
+                       + std::to_string(c.head_port)})
+    full.push_back(extra);
+  std::vector<char*> argv;
+  for (auto& a : full)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  if (::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(),
+                    environ)
+      != 0)
+    return -1;
+  return pid;
+}
+
+// Waits up to `limit` for the companion to exit (the head told it to),
+// then stops it; its exit code, or 1.
+int wait_companion(pid_t pid, std::chrono::seconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGTERM);
+  ::waitpid(pid, &status, 0);
+  std::cerr << "stoker-node: this host's node (pid " << pid
+            << ") did not exit within " << limit.count()
+            << " s of the head; stopped" << std::endl;
+  return 1;
+}
+
+} // namespace
 
 int run_node(int argc, char** argv, const registry& reg) {
   // A TLS peer that went away must be an error, not the end of the node.
@@ -37,6 +93,8 @@ int run_node(int argc, char** argv, const registry& reg) {
   }
   const auto& run = **loaded;
   if (run.node.print_nodes) { // for tools/launch-cluster
+    if (!run.node.discovered.empty())
+      std::cout << "# " << run.node.discovered << '\n';
     for (auto& node : run.node.cluster.nodes)
       std::cout << node.name << ' ' << to_string(node.role) << ' '
                 << node.workers << '\n';
@@ -48,10 +106,29 @@ int run_node(int argc, char** argv, const registry& reg) {
     std::cerr << program << ": " << describe(links.error()) << std::endl;
     return 2;
   }
+  if (!run.node.discovered.empty())
+    std::cout << "stoker-node: discovered " << run.node.discovered
+              << std::endl;
   caf::actor_system sys{cfg};
   switch (run.node.role) {
-    case role_kind::head:
-      return head_role_main(sys, run, **links);
+    case role_kind::head: {
+      pid_t companion = -1;
+      if (run.node.companion) {
+        companion = start_companion(
+          std::vector<std::string>(argv + 1, argv + argc), run.node);
+        if (companion < 0) {
+          std::cerr << program << ": cannot start this host's "
+                    << to_string(run.node.companion->role) << " node "
+                    << run.node.companion->name << std::endl;
+          return 1;
+        }
+      }
+      auto code = head_role_main(sys, run, **links);
+      if (companion > 0 && wait_companion(companion, std::chrono::seconds(20))
+                             != 0 && code == 0)
+        code = 1;
+      return code;
+    }
     case role_kind::worker:
     case role_kind::trainer:
       return member_role_main(sys, run, reg, **links);
