@@ -294,4 +294,67 @@ BOOST_AUTO_TEST_CASE(worker_without_head_address_is_a_config_error) {
              != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(sagemaker_hosts_given_one_command_line_find_their_roles) {
+  // One fixture, three "hosts" on loopback (127.0.0.1-3); each process
+  // gets the same flags but its own current host.
+  auto file = std::string{STOKER_SOURCE_DIR}
+              + "/tests/config/sagemaker/loopback.json";
+  auto port = std::to_string(free_port());
+  auto report = tmp_path("sagemaker.json");
+  std::remove(report.c_str());
+  auto same = [&](const std::string& host) {
+    return with_small({"--cluster.discover=sagemaker",
+                       "--cluster.sagemaker-config=" + file,
+                       "--cluster.current-host=" + host,
+                       "--cluster.port=" + port, "--worker.count=1",
+                       "--pipeline.dataset-size=640",
+                       "--pipeline.batch-size=16", "--report=" + report});
+  };
+  std::vector<child> hosts;
+  for (auto host : {"127.0.0.1", "127.0.0.2", "127.0.0.3"})
+    hosts.push_back(start_node(same(host),
+                               tmp_path(std::string{"sm-"} + host + ".log")));
+  for (auto& h : hosts)
+    BOOST_TEST(wait_exit(h, 60s) == 0, read_file(h.log));
+  auto head = read_file(hosts[0].log);
+  BOOST_TEST(head.find("this host 127.0.0.1 runs head and trainer")
+             != std::string::npos,
+             head);
+  BOOST_TEST(head.find("3 node(s) joined, running") != std::string::npos);
+  BOOST_TEST(read_file(hosts[2].log).find("role worker, node 127.0.0.3, head "
+                                          "127.0.0.1:" + port)
+             != std::string::npos);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"samples_delivered\": 640,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  std::remove(report.c_str());
+  // --print-nodes shows the topology without starting anything; a broken
+  // file is named, exit 2, and so is --role beside discovery.
+  auto shown = start_node({"--cluster.discover=sagemaker",
+                           "--cluster.sagemaker-config=" + file,
+                           "--print-nodes"},
+                          tmp_path("sm-print.log"));
+  BOOST_TEST(wait_exit(shown, 30s) == 0);
+  BOOST_TEST(read_file(shown.log).find("127.0.0.2 worker 0")
+             != std::string::npos);
+  auto broken = tmp_path("sm-broken.json");
+  { std::ofstream{broken} << "{\"hosts\": [\"a\"]}"; }
+  auto bad = start_node({"--cluster.discover=sagemaker",
+                         "--cluster.sagemaker-config=" + broken},
+                        tmp_path("sm-bad.log"));
+  BOOST_TEST(wait_exit(bad, 30s) == 2);
+  BOOST_TEST(read_file(bad.log).find(broken + ": no \"current_host\" field")
+               != std::string::npos,
+             read_file(bad.log));
+  auto with_role = start_node({"--cluster.discover=sagemaker", "--role=worker",
+                               "--cluster.sagemaker-config=" + file},
+                              tmp_path("sm-role.log"));
+  BOOST_TEST(wait_exit(with_role, 30s) == 2);
+  BOOST_TEST(read_file(with_role.log).find("discovery decides each host's "
+                                           "role")
+             != std::string::npos);
+  std::remove(broken.c_str());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
