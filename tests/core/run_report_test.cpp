@@ -14,6 +14,17 @@ using namespace stoker;
 
 namespace {
 
+worker_stats worker(const std::string& name, uint64_t batches,
+                    uint64_t samples, uint64_t busy_ns) {
+  worker_stats w;
+  w.name = name;
+  w.batches = batches;
+  w.samples = samples;
+  w.busy_ns = busy_ns;
+  w.alive_ns = 1000;
+  return w;
+}
+
 run_report example() {
   router_summary router;
   router.policy = "least-loaded";
@@ -34,9 +45,21 @@ run_report example() {
   trainer.duplicates = 2;
   trainer.wait_ns = 1'000'000'000;
   trainer.step_ns = 3'000'000'000;
-  std::vector<worker_stats> workers{{"worker-0", 3, 192, 900, 1000},
-                                    {"worker-\"1\"", 1, 64, 500, 1000}};
+  std::vector<worker_stats> workers{worker("worker-0", 3, 192, 900),
+                                    worker("worker-\"1\"", 1, 64, 500)};
   return make_report(router, trainer, workers);
+}
+
+node_usage usage(const std::string& node, const std::string& host,
+                 double cpu_s, double wall_s, uint32_t cores, double price) {
+  node_usage u;
+  u.node = node;
+  u.host = host;
+  u.cpu_s = cpu_s;
+  u.wall_s = wall_s;
+  u.cores = cores;
+  u.price_per_hour = price;
+  return u;
 }
 
 } // namespace
@@ -160,6 +183,53 @@ BOOST_AUTO_TEST_CASE(a_groups_ledgers_merge_and_each_rank_has_its_line) {
   auto json = to_json(r);
   BOOST_TEST(json.find("\"trainers\": [") != std::string::npos, json);
   BOOST_TEST(json.find("\"accelerator_idle_max\": 0.3") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(cost_and_cpu_use_come_per_host_from_the_nodes) {
+  stoker::run_report r;
+  r.wall_s = 3600.0; // an hour: the cost is the hourly prices
+  r.steps = 1000;
+  r.samples_delivered = 16000;
+  r.accelerator_idle_fraction = 0.25;
+  std::vector<trainer_stats> trainers(1);
+  trainers[0].usage = usage("gpu-host", "algo-1", 30.0, 100.0, 4, 1.408);
+  // Two workers of one node: the node counts once, at its latest figure.
+  std::vector<worker_stats> workers(2);
+  workers[0].usage = usage("cpu-host", "algo-2", 80.0, 50.0, 16, 0.816);
+  workers[1].usage = usage("cpu-host", "algo-2", 160.0, 100.0, 16, 0.816);
+  // The head's own process, on the GPU host.
+  account_hosts(r, trainers, workers,
+                {usage("head", "algo-1", 10.0, 100.0, 4, 1.408)});
+  BOOST_REQUIRE_EQUAL(r.hosts.size(), 2u);
+  BOOST_TEST(r.hosts[0].host == "algo-1");
+  BOOST_TEST(r.hosts[0].nodes.size() == 2u);
+  // (30 + 10) s of CPU over 100 s x 4 cores; 160 over 100 x 16.
+  BOOST_TEST(r.hosts[0].cpu_utilisation == 0.1,
+             boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(r.hosts[1].cpu_utilisation == 0.1,
+             boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(r.trainer_utilisation == 0.75);
+  BOOST_TEST(r.cost_usd == 2.224, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(r.cost_per_1000_steps_usd == 2.224,
+             boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(r.cost_per_1000_samples_usd == 0.139,
+             boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(r.unpriced_hosts.empty());
+  auto json = to_json(r);
+  BOOST_TEST(json.find("\"cost_usd\": 2.224") != std::string::npos, json);
+  BOOST_TEST(json.find("{\"host\": \"algo-2\", \"cpu_utilisation\": 0.1, "
+                       "\"price_per_hour\": 0.816, \"nodes\": "
+                       "[\"cpu-host\"]}")
+               != std::string::npos,
+             json);
+  // No price anywhere: no cost, and the hosts are named.
+  trainers[0].usage.price_per_hour = 0.0;
+  for (auto& w : workers)
+    w.usage.price_per_hour = 0.0;
+  account_hosts(r, trainers, workers, {});
+  BOOST_TEST(std::isnan(r.cost_usd));
+  BOOST_TEST(r.unpriced_hosts.size() == 2u);
+  BOOST_TEST(to_json(r).find("\"cost_usd\": null") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -196,6 +196,23 @@ struct trainer_hello {
 };
 
 /// Counters of one worker, for the run report.
+/// What one node process used of its machine, and what the machine
+/// costs: the run report's CPU utilisation and cost per host.
+struct node_usage {
+  std::string node; ///< its name (several actors of a node: counted once)
+  std::string host; ///< node.host: the machine
+  double cpu_s = 0.0;  ///< the process's CPU time (user + system) so far
+  double wall_s = 0.0; ///< since the process started
+  uint32_t cores = 0;  ///< the machine's cores: 100% is all of them busy
+  double price_per_hour = 0.0; ///< node.price-per-hour or node.prices; 0: unknown
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_usage& x) {
+  return f(caf::meta::type_name("node_usage"), x.node, x.host, x.cpu_s,
+           x.wall_s, x.cores, x.price_per_hour);
+}
+
 struct worker_stats {
   std::string name;
   uint64_t batches = 0;
@@ -207,6 +224,7 @@ struct worker_stats {
   /// fresh memory on the data path shows up here.
   uint64_t steady_faults = 0;
   uint64_t steady_batches = 0;
+  node_usage usage; ///< its node process's, when asked
 };
 
 /// Counters of one trainer, for the run report.
@@ -245,6 +263,7 @@ struct trainer_stats {
   std::vector<uint8_t> ledger_bits;
   uint64_t batches_received = 0; ///< every batch that arrived (copies too)
   uint64_t bytes_received = 0;   ///< their image bytes, as on the wire
+  node_usage usage; ///< its node process's, when asked
 };
 
 /// What a run of a data-parallel group of `world` trainers does per the
@@ -416,7 +435,8 @@ typename Inspector::result_type inspect(Inspector& f, trainer_hello& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_stats& x) {
   return f(caf::meta::type_name("worker_stats"), x.name, x.batches, x.samples,
-           x.busy_ns, x.alive_ns, x.steady_faults, x.steady_batches);
+           x.busy_ns, x.alive_ns, x.steady_faults, x.steady_batches,
+           x.usage);
 }
 
 template <class Inspector>
@@ -429,7 +449,7 @@ typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
            x.epoch_test_accuracy, x.gpu_blurred_batches, x.steady_faults,
            x.steady_batches, x.rank, x.node, x.collective_ns,
            x.padded_samples, x.ledger_bits, x.batches_received,
-           x.bytes_received);
+           x.bytes_received, x.usage);
 }
 
 template <class Inspector>

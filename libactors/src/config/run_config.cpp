@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "stoker/errors.hpp"
+#include "core/machine.hpp"
 #include "config/discovery.hpp"
 #include "config/option_table.hpp"
 
@@ -140,6 +141,21 @@ bool shows_progress(const node_options& node) {
   return node.progress == progress_mode::on
          || (node.progress == progress_mode::automatic
              && ::isatty(STDOUT_FILENO) == 1);
+}
+
+node_usage node_usage_now(const node_options& node) {
+  node_usage u;
+  u.node = node.name;
+  u.host = node.host;
+  u.cpu_s = process_cpu_seconds();
+  u.wall_s = process_wall_seconds();
+  u.cores = machine_cores();
+  u.price_per_hour = node.price_per_hour;
+  if (u.price_per_hour <= 0.0)
+    for (auto& [type, price] : node.prices)
+      if (type == node.instance_type)
+        u.price_per_hour = price;
+  return u;
 }
 
 } // namespace stoker

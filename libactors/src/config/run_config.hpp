@@ -24,4 +24,9 @@ caf::expected<run_config> read_run_config(const caf::settings& content);
 /// run's trainer then leaves out its Iteration lines.
 bool shows_progress(const node_options& node);
 
+/// What this node process has used of its machine so far, with the
+/// machine's price per hour (node.price-per-hour, else node.instance-type
+/// in node.prices, else 0: unknown).
+node_usage node_usage_now(const node_options& node);
+
 } // namespace stoker

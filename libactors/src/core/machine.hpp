@@ -21,6 +21,16 @@ uint64_t thread_minor_faults() noexcept;
 /// created then).
 constexpr uint64_t warmup_batches = 3;
 
+/// The calling process's CPU time so far (user + system, every thread),
+/// seconds; 0 if the system cannot say.
+double process_cpu_seconds() noexcept;
+
+/// Seconds since the calling process started; 0 if the system cannot say.
+double process_wall_seconds() noexcept;
+
+/// Cores this machine has (at least 1).
+uint32_t machine_cores() noexcept;
+
 /// Bytes with a binary unit: 1536 -> "1.5 KiB", 38535168 -> "36.8 MiB".
 std::string human_bytes(uint64_t bytes);
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <map>
 #include <sstream>
 
 #include <fcntl.h>
@@ -264,6 +266,28 @@ std::string to_json(const run_report& r) {
       << "  \"window_last_change\": " << json_quoted(r.window_last_change) << ",\n"
       << "  \"lease_to_ack_ms_p50\": " << json_number(r.lease_to_ack_ms_p50) << ",\n"
       << "  \"lease_to_ack_ms_p99\": " << json_number(r.lease_to_ack_ms_p99) << ",\n"
+      << "  \"trainer_utilisation\": " << json_number(r.trainer_utilisation) << ",\n"
+      << "  \"cost_usd\": " << json_number(r.cost_usd) << ",\n"
+      << "  \"cost_per_1000_steps_usd\": "
+      << json_number(r.cost_per_1000_steps_usd) << ",\n"
+      << "  \"cost_per_1000_samples_usd\": "
+      << json_number(r.cost_per_1000_samples_usd) << ",\n"
+      << "  \"unpriced_hosts\": [";
+  for (size_t i = 0; i < r.unpriced_hosts.size(); ++i)
+    out << (i == 0 ? "" : ", ") << json_quoted(r.unpriced_hosts[i]);
+  out << "],\n"
+      << "  \"hosts\": [";
+  for (size_t i = 0; i < r.hosts.size(); ++i) {
+    auto& h = r.hosts[i];
+    out << (i == 0 ? "\n" : ",\n") << "    {\"host\": " << json_quoted(h.host)
+        << ", \"cpu_utilisation\": " << json_number(h.cpu_utilisation)
+        << ", \"price_per_hour\": " << json_number(h.price_per_hour)
+        << ", \"nodes\": [";
+    for (size_t k = 0; k < h.nodes.size(); ++k)
+      out << (k == 0 ? "" : ", ") << json_quoted(h.nodes[k]);
+    out << "]}";
+  }
+  out << (r.hosts.empty() ? "],\n" : "\n  ],\n")
       << "  \"placement\": " << json_quoted(r.placement) << ",\n"
       << "  \"gpu_share\": " << json_number(r.gpu_share) << ",\n"
       << "  \"batches_gpu_blur\": " << r.batches_gpu_blur << ",\n"
@@ -327,6 +351,62 @@ std::string to_json(const run_report& r) {
   }
   out << (r.series.empty() ? "]\n" : "\n  ]\n") << "}\n";
   return out.str();
+}
+
+void account_hosts(run_report& report,
+                   const std::vector<trainer_stats>& trainers,
+                   const std::vector<worker_stats>& workers,
+                   const std::vector<node_usage>& extra) {
+  // The latest figure of each node process (its workers all carry it).
+  std::map<std::string, node_usage> by_node;
+  auto take = [&](const node_usage& u) {
+    if (u.node.empty() && u.host.empty())
+      return; // not measured (a stats message from an older node)
+    auto& kept = by_node[u.node];
+    if (u.wall_s >= kept.wall_s)
+      kept = u;
+  };
+  for (auto& t : trainers)
+    take(t.usage);
+  for (auto& w : workers)
+    take(w.usage);
+  for (auto& u : extra)
+    take(u);
+  std::map<std::string, host_entry> hosts;
+  std::map<std::string, std::pair<double, double>> capacity; // cpu, wall x cores
+  for (auto& [name, u] : by_node) {
+    auto& h = hosts[u.host];
+    h.host = u.host;
+    h.nodes.push_back(name);
+    h.price_per_hour = std::max(h.price_per_hour, u.price_per_hour);
+    auto& c = capacity[u.host];
+    c.first += u.cpu_s;
+    c.second = std::max(c.second, u.wall_s * std::max(1u, u.cores));
+  }
+  report.hosts.clear();
+  report.unpriced_hosts.clear();
+  double per_hour = 0.0;
+  for (auto& [name, h] : hosts) {
+    auto& c = capacity[name];
+    h.cpu_utilisation = c.second > 0.0 ? c.first / c.second : 0.0;
+    per_hour += h.price_per_hour;
+    if (h.price_per_hour <= 0.0)
+      report.unpriced_hosts.push_back(name);
+    report.hosts.push_back(std::move(h));
+  }
+  report.trainer_utilisation = 1.0 - report.accelerator_idle_fraction;
+  auto nan = std::numeric_limits<double>::quiet_NaN();
+  bool priced = per_hour > 0.0;
+  report.cost_usd = priced ? per_hour * report.wall_s / 3600.0 : nan;
+  report.cost_per_1000_steps_usd =
+    priced && report.steps > 0
+      ? report.cost_usd * 1000.0 / static_cast<double>(report.steps)
+      : nan;
+  report.cost_per_1000_samples_usd =
+    priced && report.samples_delivered > 0
+      ? report.cost_usd * 1000.0
+          / static_cast<double>(report.samples_delivered)
+      : nan;
 }
 
 caf::error write_report(const run_report& report, const std::string& path) {

@@ -36,6 +36,16 @@ struct trainer_entry {
   double collective_ms_per_step = 0.0;
 };
 
+/// One machine of the run: its nodes' CPU use and what it costs.
+struct host_entry {
+  std::string host;
+  std::vector<std::string> nodes; ///< node processes on it
+  /// Its nodes' CPU time over (their time alive x the machine's cores):
+  /// 1.0 is every core busy for the whole run.
+  double cpu_utilisation = 0.0;
+  double price_per_hour = 0.0; ///< 0: unknown
+};
+
 /// What a run did, as written by --report=PATH. Field names are a stable
 /// interface: later features add fields, never rename these.
 struct run_report {
@@ -101,6 +111,14 @@ struct run_report {
   double lease_to_ack_ms_p99 = 0;
   /// The run second by second (tools/plot-run draws it).
   std::vector<series_point> series;
+  /// Every machine (node.host) of the run, and what the run cost: each
+  /// machine's price for wall_s (NaN, written null: no price known).
+  std::vector<host_entry> hosts;
+  double trainer_utilisation = 0.0; ///< 1 - accelerator_idle_fraction
+  double cost_usd = 0.0;
+  double cost_per_1000_steps_usd = 0.0;
+  double cost_per_1000_samples_usd = 0.0;
+  std::vector<std::string> unpriced_hosts; ///< hosts without a price
 
   /// Exactly once: nothing missing, duplicated or rejected.
   bool exactly_once() const noexcept {
@@ -128,6 +146,16 @@ run_report make_failed_report(const router_summary& so_far,
                               const std::vector<trainer_stats>& trainers,
                               const std::vector<worker_stats>& workers,
                               const std::string& why);
+
+/// Fills `report`'s hosts and cost from what each node process used (every
+/// trainer's and worker's stats carry their node's; a node counted once,
+/// by name) and `extra` (the head's own process): per host its nodes' CPU
+/// time over their time alive times its cores, its price; the cost is
+/// every priced host's price for the run's wall time.
+void account_hosts(run_report& report,
+                   const std::vector<trainer_stats>& trainers,
+                   const std::vector<worker_stats>& workers,
+                   const std::vector<node_usage>& extra);
 
 /// The report as a JSON object (pretty-printed, one key per line).
 std::string to_json(const run_report& report);

@@ -294,7 +294,7 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
         // Ask again: workers may have joined during the run.
         members = current_roster(self, front_door);
         result = collect_report(self, summary, members.trainers,
-                                members.workers);
+                                members.workers, node_usage_now(cfg.node));
       },
       [&](caf::error& err) {
         members = current_roster(self, front_door);

@@ -150,7 +150,8 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
     self->request(router, caf::infinite, run_atom::value)
       .receive(
         [&](router_summary& summary) {
-          result = collect_report(self, summary, trainers, workers);
+          result = collect_report(self, summary, trainers, workers,
+                                  node_usage_now(cfg.node));
         },
         [&](caf::error& err) {
           // The workers stop now (each after its current item); the report

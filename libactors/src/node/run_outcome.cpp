@@ -1,5 +1,6 @@
 #include "node/run_outcome.hpp"
 
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -34,7 +35,8 @@ std::vector<worker_stats> gather_worker_stats(caf::scoped_actor& self,
 caf::expected<run_report>
 collect_report(caf::scoped_actor& self, const router_summary& summary,
                const std::vector<trainer_actor>& trainers,
-               const std::vector<worker_actor>& workers) {
+               const std::vector<worker_actor>& workers,
+               const node_usage& own) {
   caf::error failure;
   std::vector<trainer_stats> tstats;
   for (auto& t : trainers)
@@ -44,7 +46,9 @@ collect_report(caf::scoped_actor& self, const router_summary& summary,
   auto wstats = gather_worker_stats(self, workers, std::chrono::seconds(2));
   if (failure)
     return failure;
-  return make_report(summary, std::move(tstats), wstats);
+  auto report = make_report(summary, tstats, wstats);
+  account_hosts(report, tstats, wstats, {own});
+  return report;
 }
 
 run_report collect_failed_report(caf::scoped_actor& self,
@@ -149,6 +153,24 @@ int finish_run(const caf::expected<run_report>& report,
             << 100.0 * r.accelerator_idle_fraction << "%, missing "
             << r.missing << ", duplicates " << r.duplicates << ", rejected "
             << r.rejected_batches << std::endl;
+  std::cout << "  trainer utilisation " << 100.0 * r.trainer_utilisation
+            << "%; CPU utilisation";
+  for (auto& h : r.hosts)
+    std::cout << (&h == &r.hosts.front() ? " " : ", ") << h.host << " "
+              << 100.0 * h.cpu_utilisation << "%";
+  std::cout << " (every core counted)";
+  if (std::isfinite(r.cost_usd))
+    std::cout << "; cost $" << std::setprecision(4) << r.cost_usd << " ($"
+              << r.cost_per_1000_steps_usd << " per 1,000 steps, $"
+              << r.cost_per_1000_samples_usd << " per 1,000 samples"
+              << (r.unpriced_hosts.empty() ? ""
+                                           : "; no price for "
+                                               + r.unpriced_hosts.front()
+                                               + (r.unpriced_hosts.size() > 1
+                                                    ? " and others"
+                                                    : ""))
+              << ")" << std::setprecision(2);
+  std::cout << std::endl;
   if (r.world > 1) {
     for (auto& t : r.trainers)
       std::cout << "  trainer rank " << t.rank << " (" << t.node << ", "

@@ -14,12 +14,15 @@
 namespace stoker {
 
 /// Asks every trainer (each rank) and every worker for their counters and
-/// combines them with the router's summary. A worker that does not answer
-/// within 2 s (one the router lost) is left out. Blocks `self`.
+/// combines them with the router's summary; `own` is this process's usage
+/// (the head's, or the local run's) for the hosts and the cost. A worker
+/// that does not answer within 2 s (one the router lost) is left out.
+/// Blocks `self`.
 caf::expected<run_report>
 collect_report(caf::scoped_actor& self, const router_summary& summary,
                const std::vector<trainer_actor>& trainers,
-               const std::vector<worker_actor>& workers);
+               const std::vector<worker_actor>& workers,
+               const node_usage& own);
 
 /// The report of a run that ended with `why`: the router's counts so far,
 /// the trainers' and workers' if they answer within half a second (a

@@ -484,6 +484,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
       stats.samples_delivered = s.ledger->delivered();
       stats.unique_samples = s.ledger->unique();
       stats.duplicates = s.ledger->duplicates();
+      stats.usage = node_usage_now(s.cfg.node);
       if (s.group.world > 1)
         stats.ledger_bits = s.ledger->pack();
       return stats;

@@ -11,6 +11,7 @@
 
 #include "stoker/actors.hpp"
 #include "stoker/errors.hpp"
+#include "config/run_config.hpp"
 #include "core/machine.hpp"
 #include "transport/batch_channel.hpp"
 #include "transport/batch_check.hpp"
@@ -203,6 +204,7 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
     [=](stats_atom) {
       auto stats = self->state.stats;
       stats.alive_ns = ns_since(self->state.started);
+      stats.usage = node_usage_now(setup.node);
       return stats;
     },
   };
@@ -223,6 +225,7 @@ node_worker_setup(const run_config& cfg, const registry& reg,
   setup.slowdown = cfg.node.slowdown;
   setup.sim_item = cfg.node.sim_item;
   setup.report_interval = cfg.pipeline.router.report_interval;
+  setup.node = cfg.node;
   return setup;
 }
 

@@ -45,6 +45,8 @@ struct worker_setup {
   /// batch that cannot be sent then is dropped silently, not sent another
   /// way (the run is over). Null: never.
   std::shared_ptr<const std::atomic<bool>> stopping;
+  /// Its node (name, host, price), for the usage its stats carry.
+  node_options node;
 };
 
 /// The setup every worker of a node of `cfg` starts from: the node's
