@@ -1,5 +1,7 @@
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
+
 #include <opencv2/imgcodecs.hpp>
 
 #include "stoker/errors.hpp"
@@ -270,7 +272,12 @@ BOOST_AUTO_TEST_CASE(a_chain_is_a_pure_function_of_seed_epoch_and_sample) {
   cv::Mat want(6, 6, CV_32FC1);
   blur_image_opencv(f.ptr<float>(), want.ptr<float>(), 6, 6, 1,
                     gaussian_kernel(sigma, 3));
-  BOOST_TEST(values(*got) == values(want));
+  // The transform runs the hand-written chain: OpenCV's numbers to 1e-5.
+  auto a_values = values(*got);
+  auto b_values = values(want);
+  BOOST_REQUIRE_EQUAL(a_values.size(), b_values.size());
+  for (size_t i = 0; i < a_values.size(); ++i)
+    BOOST_TEST(std::abs(a_values[i] - b_values[i]) <= 1e-5, i);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -47,6 +47,10 @@ float blur_sigma(const blur_params& p, uint64_t epoch, uint64_t sample,
 void blur_taps(const blur_params& p, uint64_t epoch, uint64_t sample,
                float* out);
 
+/// The inverse: `src` CHW back to `dst` HWC. No overlap.
+void chw_to_hwc(const float* src, float* dst, uint32_t height, uint32_t width,
+                uint32_t channels) noexcept;
+
 /// ToTensor's reordering: `src` HWC to `dst` CHW (no scaling: the synthetic
 /// images are already float). `src` and `dst` must not overlap.
 void hwc_to_chw(const float* src, float* dst, uint32_t height, uint32_t width,
@@ -95,6 +99,18 @@ struct blur_scratch {
 /// scratch memory is `scratch`'s.
 void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch,
                        blur_scratch& scratch);
+
+/// Blurs the interleaved (HWC) image `hwc` of 1..4 channels in place
+/// `calls` times through the hand-written chain on `isa` (one the CPU
+/// runs): call c with the `kernel_size` taps at taps + c * kernel_size,
+/// each channel on its own, reflect-101 borders. What the gaussian-blur
+/// transform runs (blur_image_opencv's results to 1e-5). Its scratch
+/// memory is `scratch`'s. Throws std::invalid_argument as
+/// blur_stage_stoker does.
+void blur_image_chain(float* hwc, uint32_t height, uint32_t width,
+                      uint32_t channels, const float* taps, uint32_t calls,
+                      uint32_t kernel_size, cpu_isa isa,
+                      blur_scratch& scratch);
 
 /// Runs the whole stage on every image of `batch`, in place: the batch goes
 /// in HWC and comes out CHW, through resolve_blur(p)'s implementation (the

@@ -57,6 +57,17 @@ void hwc_to_chw(const float* src, float* dst, uint32_t height, uint32_t width,
   }
 }
 
+void chw_to_hwc(const float* src, float* dst, uint32_t height, uint32_t width,
+                uint32_t channels) noexcept {
+  size_t plane = size_t{height} * width;
+  for (size_t c = 0; c < channels; ++c) {
+    const float* in = src + c * plane;
+    float* out = dst + c;
+    for (size_t px = 0; px < plane; ++px)
+      out[px * channels] = in[px];
+  }
+}
+
 int reflect101(int i, int size) noexcept {
   if (size == 1)
     return 0;

@@ -86,26 +86,56 @@ detail::blur_chain_fn chain_for(cpu_isa isa) noexcept {
   return nullptr;
 }
 
-} // namespace
-
-void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch,
-                       blur_scratch& scratch) {
-  if (p.kernel_size % 2 == 0 || p.kernel_size > 99)
+// The chain for `isa` and `kernel_size`, checked: both throw
+// std::invalid_argument naming what is wrong.
+detail::blur_chain_fn checked_chain(cpu_isa isa, uint32_t kernel_size) {
+  if (kernel_size % 2 == 0 || kernel_size > 99)
     throw std::invalid_argument("stoker blur: kernel size "
-                                + std::to_string(p.kernel_size)
+                                + std::to_string(kernel_size)
                                 + ", expected an odd size up to 99");
   auto run = chain_for(isa);
   if (run == nullptr || !cpu_supports(isa))
     throw std::invalid_argument("stoker blur: ISA \"" + to_string(isa)
                                 + "\" does not run here (this CPU runs \""
                                 + to_string(best_cpu_isa()) + "\" at best)");
+  return run;
+}
+
+// Grows `v` to at least `n` floats (scratch is grown once, never shrunk).
+void grow(std::vector<float>& v, size_t n) {
+  if (v.size() < n)
+    v.resize(n);
+}
+
+} // namespace
+
+void blur_image_chain(float* hwc, uint32_t height, uint32_t width,
+                      uint32_t channels, const float* taps, uint32_t calls,
+                      uint32_t kernel_size, cpu_isa isa,
+                      blur_scratch& scratch) {
+  auto run = checked_chain(isa, kernel_size);
+  uint32_t radius = kernel_size / 2;
+  size_t plane = size_t{height} * width;
+  grow(scratch.work, plane * channels + 16);
+  float* planes = align64(scratch.work.data());
+  grow(scratch.ring, detail::blur_chain_scratch(width, radius) + 16);
+  float* ring = align64(scratch.ring.data());
+  if (channels == 1) { // already a plane
+    run(hwc, height, width, taps, calls, radius, ring);
+    return;
+  }
+  hwc_to_chw(hwc, planes, height, width, channels);
+  for (uint32_t c = 0; c < channels; ++c)
+    run(planes + c * plane, height, width, taps, calls, radius, ring);
+  chw_to_hwc(planes, hwc, height, width, channels);
+}
+
+void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch,
+                       blur_scratch& scratch) {
+  auto run = checked_chain(isa, p.kernel_size);
   uint32_t radius = p.kernel_size / 2;
   // The image (aligned rows: no vector load or store splits a cache line),
   // the chain's ring, the taps: the worker's own, grown once.
-  auto grow = [](std::vector<float>& v, size_t n) {
-    if (v.size() < n)
-      v.resize(n);
-  };
   grow(scratch.work, batch.image_elements() + 16);
   float* planes = align64(scratch.work.data());
   grow(scratch.ring, detail::blur_chain_scratch(batch.width, radius) + 16);
