@@ -259,6 +259,18 @@ BOOST_AUTO_TEST_CASE(a_head_killed_and_resumed_from_its_journal_loses_nothing) {
                          {"--worker.count=1"});
   BOOST_REQUIRE_MESSAGE(wait_for_text(trainer.log, "Iteration 60:", 60s),
                         read_file(trainer.log));
+  // Killed once the journal holds acknowledged batches (it is written at
+  // most once a second).
+  auto journaled = [&] {
+    std::smatch m;
+    auto text = read_file(dir + "/head.journal");
+    return std::regex_search(text, m, std::regex{R"(acked_batches = (\d+))"})
+           && std::stoul(m[1]) > 0;
+  };
+  for (auto until = std::chrono::steady_clock::now() + 20s;
+       !journaled() && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(50ms);
+  BOOST_REQUIRE(journaled());
   ::kill(head.pid, SIGKILL);
   wait_exit(head, 5s);
   // Every node outlives the head and waits for it, holding its work.

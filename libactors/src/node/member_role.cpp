@@ -242,10 +242,22 @@ start_trainers(caf::actor_system& sys, caf::scoped_actor& self,
 caf::expected<std::pair<membership_actor, welcome>>
 rejoin_head(caf::actor_system& sys, caf::scoped_actor& self,
             const run_config& mine, const node_info& info, local_part& local,
-            node_links& links) {
+            const caf::node_id& old_head, node_links& links) {
   auto& c = mine.node.cluster;
   auto where = c.head_host + ":" + std::to_string(c.head_port);
+  // CAF's middleman keeps the handle it got for HOST:PORT until it has
+  // processed the old head's loss: until then it hands out the dead head.
+  auto deadline = std::chrono::steady_clock::now() + c.connect_timeout;
   auto head = connect_to_head(sys, c, links);
+  while (head && head->node() == old_head) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return make_error(errc::run_failure,
+                        "the head at " + where + " did not come back within "
+                          + std::to_string(c.connect_timeout.count())
+                          + " ms (cluster.connect-timeout)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    head = connect_to_head(sys, c, links);
+  }
   if (!head)
     return std::move(head.error());
   caf::expected<welcome> hello{caf::error{}};
@@ -478,7 +490,8 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
               << "' keeps its work and tries to reach the head again for "
               << c.connect_timeout.count() << " ms (cluster.connect-timeout)"
               << std::endl;
-    auto back = rejoin_head(sys, self, mine, info, *local, links);
+    auto back = rejoin_head(sys, self, mine, info, *local, head->node(),
+                            links);
     if (!back) {
       std::cerr << "stoker-node: " << describe(back.error()) << "; node '"
                 << cfg.node.name << "' stops" << std::endl;
