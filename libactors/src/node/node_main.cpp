@@ -31,7 +31,13 @@ pid_t start_companion(const std::vector<std::string>& args,
                       const node_options& node) {
   auto& c = node.cluster;
   std::vector<std::string> full{"stoker-node"};
-  full.insert(full.end(), args.begin(), args.end());
+  for (auto& a : args) {
+    // The head's --resume is its journal's; a trainer resumes only from a
+    // checkpoint of its own.
+    bool resume = a == "--resume" || a.rfind("--resume=", 0) == 0;
+    if (!resume || !node.trainer.checkpoint_dir.empty())
+      full.push_back(a);
+  }
   auto& n = *node.companion;
   for (auto& extra : std::vector<std::string>{"--cluster.discover=static",
                      "--role=" + to_string(n.role), "--node.name=" + n.name,
