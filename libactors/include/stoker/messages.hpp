@@ -338,6 +338,10 @@ struct router_summary {
   /// From a batch's (last) lease to its ack, over the run (5% buckets).
   double lease_to_ack_ms_p50 = 0;
   double lease_to_ack_ms_p99 = 0;
+  /// Start-up: from `run` to the first acknowledged batch (0: none yet),
+  /// and the samples in it (what the steady rate leaves out).
+  uint64_t first_ack_ns = 0;
+  uint64_t first_ack_samples = 0;
 };
 
 /// One worker as the router sees it now (for the console).
@@ -478,7 +482,7 @@ typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
            x.window_changes, x.window_last_change, x.placement, x.gpu_share,
            x.batches_gpu_blur, x.placement_changes, x.placement_last_change,
            x.placement_reason, x.series, x.lease_to_ack_ms_p50,
-           x.lease_to_ack_ms_p99);
+           x.lease_to_ack_ms_p99, x.first_ack_ns, x.first_ack_samples);
 }
 
 template <class Inspector>

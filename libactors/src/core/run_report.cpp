@@ -92,6 +92,12 @@ run_report make_report(const router_summary& router,
                 : 0;
   r.steps = lead.steps; // global steps: every rank takes each one
   r.wall_s = static_cast<double>(router.wall_ns) * 1e-9;
+  r.time_to_first_batch_s = static_cast<double>(router.first_ack_ns) * 1e-9;
+  if (router.first_ack_ns > 0 && router.wall_ns > router.first_ack_ns
+      && router.samples_acked > router.first_ack_samples)
+    r.steady_throughput_sps =
+      static_cast<double>(router.samples_acked - router.first_ack_samples)
+      / (static_cast<double>(router.wall_ns - router.first_ack_ns) * 1e-9);
   // What this run delivered: a resumed run's counters include the samples
   // trained before the restart, its wall time does not.
   auto this_run = sum.samples_delivered
@@ -235,6 +241,10 @@ std::string to_json(const run_report& r) {
       << "  \"steps\": " << r.steps << ",\n"
       << "  \"wall_s\": " << json_number(r.wall_s) << ",\n"
       << "  \"throughput_sps\": " << json_number(r.throughput_sps) << ",\n"
+      << "  \"time_to_first_batch_s\": " << json_number(r.time_to_first_batch_s)
+      << ",\n"
+      << "  \"steady_throughput_sps\": " << json_number(r.steady_throughput_sps)
+      << ",\n"
       << "  \"accelerator_idle_fraction\": "
       << json_number(r.accelerator_idle_fraction) << ",\n"
       << "  \"accelerator_idle_max\": " << json_number(r.accelerator_idle_max)

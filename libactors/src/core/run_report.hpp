@@ -58,6 +58,11 @@ struct run_report {
   uint64_t steps = 0;
   double wall_s = 0.0;
   double throughput_sps = 0.0; ///< samples delivered in this run / wall_s
+  /// Start-up apart: from the run's start to the first acknowledged batch,
+  /// and the rate after it (samples after the first batch over the time
+  /// after it; 0 with fewer than two batches).
+  double time_to_first_batch_s = 0.0;
+  double steady_throughput_sps = 0.0;
   /// wait / (wait + step + collective time), the mean over the ranks.
   double accelerator_idle_fraction = 0.0;
   double accelerator_idle_max = 0.0; ///< the same, the worst rank's

@@ -153,6 +153,10 @@ int finish_run(const caf::expected<run_report>& report,
             << 100.0 * r.accelerator_idle_fraction << "%, missing "
             << r.missing << ", duplicates " << r.duplicates << ", rejected "
             << r.rejected_batches << std::endl;
+  if (r.time_to_first_batch_s > 0.0)
+    std::cout << "  first batch after " << r.time_to_first_batch_s
+              << " s, then " << r.steady_throughput_sps << " samples/s"
+              << std::endl;
   std::cout << "  trainer utilisation " << 100.0 * r.trainer_utilisation
             << "%; CPU utilisation";
   for (auto& h : r.hosts)

@@ -193,6 +193,15 @@ void on_ack(router_ptr self, const batch_ack& ack) {
   if (!took)
     return; // a late answer for a batch acknowledged already
   st.lease_to_ack.add(*took);
+  if (st.summary.first_ack_ns == 0 && st.run_requested) {
+    st.summary.first_ack_ns = std::max<uint64_t>(
+      1, static_cast<uint64_t>(
+           std::chrono::duration_cast<std::chrono::nanoseconds>(
+             clock_type::now() - st.run_started)
+             .count()));
+    st.summary.first_ack_samples = st.book.counters().acked_samples
+                                   - samples_before;
+  }
   if (!st.journal.dir.empty() && st.acked.insert(ack.batch_id)) {
     ++st.journal.start.acked_batches;
     st.journal.start.acked_samples += st.book.counters().acked_samples
