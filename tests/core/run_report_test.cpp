@@ -232,4 +232,22 @@ BOOST_AUTO_TEST_CASE(cost_and_cpu_use_come_per_host_from_the_nodes) {
   BOOST_TEST(to_json(r).find("\"cost_usd\": null") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(start_up_and_the_steady_rate_are_apart) {
+  router_summary router;
+  router.wall_ns = 2'000'000'000;
+  router.samples_acked = 256;
+  router.first_ack_ns = 500'000'000; // the first batch after 0.5 s
+  router.first_ack_samples = 64;
+  trainer_stats trainer;
+  trainer.samples_delivered = trainer.unique_samples = 256;
+  auto r = make_report(router, trainer, {});
+  BOOST_TEST(r.time_to_first_batch_s == 0.5);
+  // 192 samples in the 1.5 s after it, where the whole run's rate is 128.
+  BOOST_TEST(r.steady_throughput_sps == 128.0);
+  BOOST_TEST(to_json(r).find("\"time_to_first_batch_s\": 0.5,")
+             != std::string::npos);
+  router.first_ack_ns = 0; // no batch acknowledged: no steady rate
+  BOOST_TEST(make_report(router, trainer, {}).steady_throughput_sps == 0.0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
