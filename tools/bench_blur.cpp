@@ -243,7 +243,8 @@ int main(int argc, char** argv) {
     worker.values.push_back(rate(batch, min_seconds, [&](uint64_t i) {
       auto b = stoker::map_synthetic(data, item_of(i, batch));
       stoker::apply_blur_stage(blur, b);
-      stoker::stamp_checksums(b);
+      if (b.checksums.size() != b.size()) // as the worker: the chain stamps
+        stoker::stamp_checksums(b);
     }));
     reference.values.push_back(rate(1, min_seconds, opencv_loop));
     transform.values.push_back(rate(1, min_seconds, transform_loop));

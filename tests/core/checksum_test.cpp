@@ -57,4 +57,21 @@ BOOST_AUTO_TEST_CASE(swapped_blocks_change_the_sum) {
   BOOST_TEST(checksum64(v.data(), v.size()) != sum);
 }
 
+BOOST_AUTO_TEST_CASE(a_copy_that_checksums_copies_and_sums_the_same) {
+  for (size_t n : {0u, 1u, 63u, 64u, 65u, 1000u, 602112u}) {
+    auto v = bytes(n);
+    for (auto path : {simd_path::portable, simd_path::avx2, simd_path::avx512})
+      if (supports(path)) {
+        std::vector<unsigned char> out(n + 1, 0xAB);
+        auto sum = copy_checksum64(out.data(), v.data(), n, path);
+        BOOST_TEST(sum == checksum64(v.data(), n), n);
+        BOOST_TEST(std::equal(v.begin(), v.end(), out.begin()), n);
+        BOOST_TEST(out[n] == 0xAB); // nothing past the end
+      }
+    std::vector<unsigned char> out(n);
+    BOOST_TEST(copy_checksum64(out.data(), v.data(), n)
+               == checksum64(v.data(), n));
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,6 +7,7 @@
 
 #include "stoker/errors.hpp"
 #include "kernels/blur.hpp"
+#include "transport/batch_check.hpp"
 #include "support/blur_batches.hpp"
 
 // The hand-written blur chain against the plain-loop reference, on every
@@ -221,6 +222,18 @@ BOOST_AUTO_TEST_CASE(an_interleaved_image_through_the_chain_matches_opencv) {
                      to_string(isa) << " differs from the widest ISA's bits");
         }
       }
+}
+
+BOOST_AUTO_TEST_CASE(the_chain_stamps_the_checksums_of_what_it_wrote) {
+  for (auto isa : runnable_isas()) {
+    blur_params p{21, 11, 0.1f, 2.0f, 10, blur_impl::stoker, isa};
+    auto batch = test::random_hwc_batch(37, 53, 3, 3, 21);
+    apply_blur_stage(p, batch);
+    BOOST_REQUIRE_EQUAL(batch.checksums.size(), batch.size());
+    auto stamped = batch.checksums;
+    stamp_checksums(batch); // over the data as it is now
+    BOOST_TEST(stamped == batch.checksums, to_string(isa));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,4 +17,13 @@ uint64_t checksum64(const void* data, size_t n) noexcept;
 /// supports(path).
 uint64_t checksum64(const void* data, size_t n, simd_path path) noexcept;
 
+/// Copies `n` bytes from `src` to `dst` (no overlap) and returns their
+/// checksum64, in one pass: a stage that writes its output anyway stamps
+/// it for free.
+uint64_t copy_checksum64(void* dst, const void* src, size_t n) noexcept;
+
+/// The same through a chosen path.
+uint64_t copy_checksum64(void* dst, const void* src, size_t n,
+                         simd_path path) noexcept;
+
 } // namespace stoker

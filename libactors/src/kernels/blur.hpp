@@ -92,7 +92,8 @@ struct blur_scratch {
 /// The stage through the hand-written chain on `isa` (one the CPU runs,
 /// not automatic; resolve_blur's choice): each image HWC to CHW into a
 /// 64-byte aligned scratch image, every plane through all its blurs there
-/// (call c with the taps of blur_taps), then copied back. Reflect-101
+/// (call c with the taps of blur_taps), then copied back, which stamps
+/// each image's checksum (batch.checksums) in the same pass. Reflect-101
 /// borders. In place on the calling thread; the batch stays HWC-ordered
 /// for apply_blur_stage to relabel. Throws std::invalid_argument for an
 /// even kernel or one above 99, or an ISA this CPU does not run. Its

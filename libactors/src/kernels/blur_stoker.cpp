@@ -8,6 +8,7 @@
 
 #include "stoker/errors.hpp"
 #include "stoker/messages.hpp"
+#include "core/checksum.hpp"
 #include "kernels/blur_chain.hpp"
 
 // Choosing and running the hand-written blur chain; the chain itself is in
@@ -143,6 +144,10 @@ void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch,
   grow(scratch.taps, size_t{p.repeat} * p.kernel_size);
   auto& taps = scratch.taps;
   size_t plane = size_t{batch.height} * batch.width;
+  // The copy back writes every byte of the batch anyway: it stamps each
+  // image's checksum on the way (the worker sends them; a later change of
+  // the data, such as a 16-bit wire, must clear them).
+  batch.checksums.resize(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     float* img = batch.image(i);
     hwc_to_chw(img, planes, batch.height, batch.width, batch.channels);
@@ -150,7 +155,7 @@ void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch,
     for (uint32_t c = 0; c < batch.channels; ++c)
       run(planes + c * plane, batch.height, batch.width, taps.data(),
           p.repeat, radius, ring);
-    std::copy(planes, planes + batch.image_elements(), img);
+    batch.checksums[i] = copy_checksum64(img, planes, batch.image_bytes());
   }
 }
 

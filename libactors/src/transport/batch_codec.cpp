@@ -41,6 +41,7 @@ void encode_batch(image_batch& batch, dtype wire, buffer_pool* pool) {
   std::swap(batch.data, out);
   give_back(std::move(out), pool);
   batch.type = wire;
+  batch.checksums.clear(); // of the float32 data: stamped again after this
 }
 
 void decode_batch(image_batch& batch, buffer_pool* pool) {
