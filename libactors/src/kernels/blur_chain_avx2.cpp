@@ -8,6 +8,9 @@
 namespace stoker::detail::avx2 {
 
 struct vec {
+  // No in-register windows here: the row pass loads every tap (see
+  // blur_chain_avx512.cpp); `window` is never called.
+  static constexpr bool has_window = false;
   using type = __m256;
   static constexpr int lanes = 8;
   static type load(const float* p) { return _mm256_loadu_ps(p); }
@@ -16,6 +19,7 @@ struct vec {
   static type add(type a, type b) { return _mm256_add_ps(a, b); }
   static type mul(type a, type b) { return _mm256_mul_ps(a, b); }
   static type fma(type a, type b, type c) { return _mm256_fmadd_ps(a, b, c); }
+  static type window(type lo, type, int) { return lo; }
 };
 
 } // namespace stoker::detail::avx2

@@ -80,6 +80,26 @@ void row_pass(const float* src, float* dst, int w, const float* taps,
   const tap_vectors<R> t{taps, r};
   int first = round_up(r, lanes); // the first vector inside on the left
   int x = first;
+  if constexpr (vec::has_window && R >= 0 && R < lanes) {
+    // Three aligned-to-the-row loads a vector (two carried over) and
+    // in-register windows for the taps, where unaligned loads would split
+    // a cache line for every tap but the centre. The same inputs in the
+    // same order: bit-identical to the loads below. Needs the vector after
+    // x inside the row (the plane's last row has nothing after it).
+    if (x + 2 * lanes <= w) {
+      auto before = vec::load(src + x - lanes);
+      auto here = vec::load(src + x);
+      for (; x + 2 * lanes <= w; x += lanes) {
+        auto after = vec::load(src + x + lanes);
+        vec::store(dst + x, taps_applied<R>(t, r, [&](int k) {
+          return k < 0 ? vec::window(before, here, lanes + k)
+                       : k == 0 ? here : vec::window(here, after, k);
+        }));
+        before = here;
+        here = after;
+      }
+    }
+  }
   for (; x + lanes + r <= w; x += lanes) {
     const float* c = src + x;
     vec::store(dst + x, taps_applied<R>(t, r, [c](int k) {

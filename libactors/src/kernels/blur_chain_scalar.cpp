@@ -8,6 +8,9 @@
 namespace stoker::detail::scalar {
 
 struct vec {
+  // No in-register windows here: the row pass loads every tap (see
+  // blur_chain_avx512.cpp); `window` is never called.
+  static constexpr bool has_window = false;
   using type = float;
   static constexpr int lanes = 1;
   static type load(const float* p) { return *p; }
@@ -16,6 +19,7 @@ struct vec {
   static type add(type a, type b) { return a + b; }
   static type mul(type a, type b) { return a * b; }
   static type fma(type a, type b, type c) { return __builtin_fmaf(a, b, c); }
+  static type window(type lo, type, int) { return lo; }
 };
 
 } // namespace stoker::detail::scalar
