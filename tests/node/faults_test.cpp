@@ -227,6 +227,14 @@ child start_head_at(uint16_t port, std::vector<std::string> args,
   return start_node(std::move(args), tmp_path(log));
 }
 
+// A 4,800-sample run of 300 steps at 15 ms (about 5 s), small images.
+std::vector<std::string> head_test_run() {
+  return {"--trainer.device=sim",     "--trainer.sim-step-ms=15",
+          "--trainer.log-every=10",   "--pipeline.height=32",
+          "--pipeline.width=32",      "--pipeline.dataset-size=4800",
+          "--pipeline.batch-size=16"};
+}
+
 void remove_dir(const std::string& dir) {
   for (auto name : {"/head.journal", "/head.journal.tmp"})
     std::remove((dir + name).c_str());
@@ -242,10 +250,7 @@ BOOST_AUTO_TEST_CASE(a_head_killed_and_resumed_from_its_journal_loses_nothing) {
   std::remove(report.c_str());
   auto port = free_port();
   auto at = "--cluster.head=127.0.0.1:" + std::to_string(port);
-  const std::vector<std::string> run = {
-    "--trainer.device=sim", "--trainer.sim-step-ms=15",
-    "--trainer.log-every=10", "--pipeline.height=32", "--pipeline.width=32",
-    "--pipeline.dataset-size=4800", "--pipeline.batch-size=16"};
+  const auto run = head_test_run();
   auto head_args = run;
   head_args.insert(head_args.end(),
                    {"--cluster.state-dir=" + dir, "--report=" + report,
@@ -312,10 +317,7 @@ BOOST_AUTO_TEST_CASE(a_head_killed_and_resumed_from_its_journal_loses_nothing) {
 BOOST_AUTO_TEST_CASE(without_a_journal_nodes_stop_naming_the_head) {
   auto port = free_port();
   auto at = "--cluster.head=127.0.0.1:" + std::to_string(port);
-  const std::vector<std::string> run = {
-    "--trainer.device=sim", "--trainer.sim-step-ms=15",
-    "--trainer.log-every=10", "--pipeline.height=32", "--pipeline.width=32",
-    "--pipeline.dataset-size=4800", "--pipeline.batch-size=16"};
+  const auto run = head_test_run();
   auto head_args = run;
   head_args.push_back(
     "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]");
