@@ -27,6 +27,8 @@
 #include "node/local_role.hpp"
 #include "node/node_config.hpp"
 #include "transport/batch_check.hpp"
+#include "transport/buffer_pool.hpp"
+#include "worker/batch_maker.hpp"
 
 namespace {
 
@@ -198,6 +200,22 @@ int main(int argc, char** argv) {
                              data.channels, taps.data(), blur.repeat,
                              blur.kernel_size, best, transform_scratch);
   };
+  // The worker row's batch maker, as a worker node opens it.
+  stoker::pipeline_options fused;
+  fused.kind = stoker::pipeline_kind::fused_blur;
+  fused.synthetic = data;
+  fused.blur = blur;
+  auto& shape = fused.data.output;
+  shape.height = data.height;
+  shape.width = data.width;
+  shape.channels = data.channels;
+  auto maker = stoker::batch_maker::open(fused, stoker::registry{});
+  if (!maker) {
+    std::fprintf(stderr, "bench: %s\n",
+                 stoker::describe(maker.error()).c_str());
+    return 2;
+  }
+  stoker::batch_resources own;
   stoker::node_config cfg;
   caf::actor_system sys{cfg};
   row mapper{"mapper: synthetic standard-normal image", {}};
@@ -241,10 +259,15 @@ int main(int argc, char** argv) {
       continue;
     }
     worker.values.push_back(rate(batch, min_seconds, [&](uint64_t i) {
-      auto b = stoker::map_synthetic(data, item_of(i, batch));
-      stoker::apply_blur_stage(blur, b);
-      if (b.checksums.size() != b.size()) // as the worker: the chain stamps
+      // What a worker does: its batch_maker (planes made directly,
+      // checksummed on the copy where the chain runs), then stamping
+      // whatever is left unstamped.
+      auto b = maker->make(item_of(i, batch), 1.0, own);
+      if (b.checksums.size() != b.size())
         stoker::stamp_checksums(b);
+      if (own.buffers == nullptr)
+        own.buffers = std::make_shared<stoker::buffer_pool>(2);
+      own.buffers->release(std::move(b.data));
     }));
     reference.values.push_back(rate(1, min_seconds, opencv_loop));
     transform.values.push_back(rate(1, min_seconds, transform_loop));

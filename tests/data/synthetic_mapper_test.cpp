@@ -1,6 +1,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstring>
+#include <utility>
+#include <vector>
 #include <thread>
 
 #include "data/synthetic_mapper.hpp"
@@ -61,6 +63,31 @@ BOOST_AUTO_TEST_CASE(a_new_epoch_draws_a_new_image) {
   auto e0 = make_on_worker(item_of(0, {5}));
   auto e1 = make_on_worker(item_of(1, {5}));
   BOOST_TEST(std::memcmp(e0.image(0), e1.image(0), e0.image_bytes()) != 0);
+}
+
+BOOST_AUTO_TEST_CASE(planes_made_directly_are_the_hwc_image_reordered) {
+  // Every shape the blur tests use, every channel count: the same bits as
+  // making the HWC image and reordering it (ToTensor), chunk edges
+  // included (1,024 pixels a chunk).
+  const std::pair<uint32_t, uint32_t> shapes[] = {
+    {1, 1}, {5, 7}, {37, 53}, {2, 300}, {300, 2}, {17, 16}, {224, 224}};
+  for (auto [h, w] : shapes)
+    for (uint32_t c = 1; c <= 4; ++c) {
+      synthetic_spec spec;
+      spec.seed = 77;
+      spec.height = h;
+      spec.width = w;
+      spec.channels = c;
+      std::vector<float> hwc(size_t{h} * w * c), want(hwc.size()),
+        got(hwc.size());
+      make_synthetic_image(spec, 3, 12345, hwc.data());
+      hwc_to_chw(hwc.data(), want.data(), h, w, c);
+      make_synthetic_planes(spec, 3, 12345, got.data());
+      BOOST_TEST(std::memcmp(want.data(), got.data(),
+                             want.size() * sizeof(float))
+                   == 0,
+                 h << "x" << w << "x" << c);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -71,7 +71,18 @@ public:
   void fill_standard_normal(float* out, size_t n,
                             simd_path path) const noexcept;
 
+  /// Values `first .. first + n` of the same sequence into `out[0..n)`:
+  /// a stream made piece by piece (into a buffer small enough for L1) is
+  /// the same as made whole. `first` must be a multiple of
+  /// normal_chunk_floats.
+  static constexpr size_t normal_chunk_floats = 64;
+  void fill_standard_normal_at(float* out, size_t first,
+                               size_t n) const noexcept;
+
 private:
+  void fill_range(float* out, size_t first, size_t n,
+                  simd_path path) const noexcept;
+
   // Counter = (block index, stage, sample id low, sample id high).
   std::array<uint32_t, 2> key_;        // from (seed, epoch)
   std::array<uint32_t, 2> counter_hi_; // counter words 2-3: the sample id

@@ -84,11 +84,23 @@ void counter_rng::fill_standard_normal(float* out, size_t n) const noexcept {
 
 void counter_rng::fill_standard_normal(float* out, size_t n,
                                        simd_path path) const noexcept {
+  fill_range(out, 0, n, path);
+}
+
+void counter_rng::fill_standard_normal_at(float* out, size_t first,
+                                          size_t n) const noexcept {
+  static const simd_path best = best_simd_path();
+  fill_range(out, first, n, best);
+}
+
+void counter_rng::fill_range(float* out, size_t from, size_t n,
+                             simd_path path) const noexcept {
   auto chunk_of = chunk_for(path);
   const philox_stream s{key_[0], key_[1], stage_, counter_hi_[0],
                         counter_hi_[1]};
   constexpr size_t chunk = 4 * detail::normal_lanes;
-  uint32_t first = 0;
+  static_assert(chunk == normal_chunk_floats, "chunks as the header says");
+  auto first = static_cast<uint32_t>(from / chunk * detail::normal_lanes);
   size_t done = 0;
   for (; done + chunk <= n; done += chunk, first += detail::normal_lanes)
     chunk_of(s, first, out + done);

@@ -15,6 +15,30 @@ void make_synthetic_image(const synthetic_spec& spec, uint64_t epoch,
                                   * spec.channels);
 }
 
+void make_synthetic_planes(const synthetic_spec& spec, uint64_t epoch,
+                           uint64_t id, float* out) noexcept {
+  counter_rng rng{{spec.seed, epoch, id, rng_stage::sample_pixels}};
+  const size_t channels = spec.channels;
+  const size_t plane = size_t{spec.height} * spec.width;
+  const size_t total = plane * channels;
+  // 64 pixels' worth of chunks at a time (channels <= 4: at most 16 KB),
+  // a whole number of pixels and of the RNG's chunks.
+  constexpr size_t pixels = 64 * counter_rng::normal_chunk_floats / 4;
+  float hwc[pixels * 4];
+  const size_t step = pixels * channels;
+  for (size_t start = 0; start < total; start += step) {
+    size_t n = total - start < step ? total - start : step;
+    rng.fill_standard_normal_at(hwc, start, n);
+    size_t first = start / channels;
+    for (size_t c = 0; c < channels; ++c) {
+      float* dst = out + c * plane + first;
+      const float* src = hwc + c;
+      for (size_t i = 0; i < n / channels; ++i)
+        dst[i] = src[i * channels];
+    }
+  }
+}
+
 image_batch map_synthetic(const synthetic_spec& spec, const work_item& item,
                           std::vector<char> buffer) {
   auto batch = float_batch_for(item, layout::hwc, spec.height, spec.width,

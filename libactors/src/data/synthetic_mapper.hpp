@@ -18,6 +18,13 @@ int64_t synthetic_label(uint64_t id, uint32_t num_classes) noexcept;
 void make_synthetic_image(const synthetic_spec& spec, uint64_t epoch,
                           uint64_t id, float* out) noexcept;
 
+/// The same image as make_synthetic_image, already in planes (CHW, what
+/// ToTensor makes of it): `out[c * h * w + y * w + x]` is the HWC image's
+/// value at (y, x, c), bit for bit. Made 16 KB at a time and spread into
+/// the planes, so the HWC image is never written whole.
+void make_synthetic_planes(const synthetic_spec& spec, uint64_t epoch,
+                           uint64_t id, float* out) noexcept;
+
 /// The mapper stage: turns a work item into a batch of raw HWC images with
 /// labels, written into `buffer` (one of the right size, e.g. a pool's, is
 /// used as it is; none: a fresh one). Runs on the calling thread; the batch

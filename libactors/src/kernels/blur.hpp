@@ -113,6 +113,19 @@ void blur_image_chain(float* hwc, uint32_t height, uint32_t width,
                       uint32_t kernel_size, cpu_isa isa,
                       blur_scratch& scratch);
 
+/// The chain on `channels` planes of one image already in CHW order at
+/// `planes` (blur_scratch::work, say): every plane through all `calls`
+/// blurs, in place. blur_image_chain without the reordering; the same
+/// errors.
+void blur_planes_chain(float* planes, uint32_t height, uint32_t width,
+                       uint32_t channels, const float* taps, uint32_t calls,
+                       uint32_t kernel_size, cpu_isa isa,
+                       blur_scratch& scratch);
+
+/// A 64-byte aligned image of `floats` in `scratch.work` (grown once):
+/// where the chain's vector loads and stores split no cache line.
+float* aligned_work(blur_scratch& scratch, size_t floats);
+
 /// Runs the whole stage on every image of `batch`, in place: the batch goes
 /// in HWC and comes out CHW, through resolve_blur(p)'s implementation (the
 /// two agree to 1e-5; the chain's ISAs agree bit for bit). Runs on the

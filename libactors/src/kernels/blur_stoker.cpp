@@ -110,24 +110,37 @@ void grow(std::vector<float>& v, size_t n) {
 
 } // namespace
 
+float* aligned_work(blur_scratch& scratch, size_t floats) {
+  grow(scratch.work, floats + 16);
+  return align64(scratch.work.data());
+}
+
+void blur_planes_chain(float* planes, uint32_t height, uint32_t width,
+                       uint32_t channels, const float* taps, uint32_t calls,
+                       uint32_t kernel_size, cpu_isa isa,
+                       blur_scratch& scratch) {
+  auto run = checked_chain(isa, kernel_size);
+  uint32_t radius = kernel_size / 2;
+  size_t plane = size_t{height} * width;
+  grow(scratch.ring, detail::blur_chain_scratch(width, radius) + 16);
+  float* ring = align64(scratch.ring.data());
+  for (uint32_t c = 0; c < channels; ++c)
+    run(planes + c * plane, height, width, taps, calls, radius, ring);
+}
+
 void blur_image_chain(float* hwc, uint32_t height, uint32_t width,
                       uint32_t channels, const float* taps, uint32_t calls,
                       uint32_t kernel_size, cpu_isa isa,
                       blur_scratch& scratch) {
-  auto run = checked_chain(isa, kernel_size);
-  uint32_t radius = kernel_size / 2;
-  size_t plane = size_t{height} * width;
-  grow(scratch.work, plane * channels + 16);
-  float* planes = align64(scratch.work.data());
-  grow(scratch.ring, detail::blur_chain_scratch(width, radius) + 16);
-  float* ring = align64(scratch.ring.data());
   if (channels == 1) { // already a plane
-    run(hwc, height, width, taps, calls, radius, ring);
+    blur_planes_chain(hwc, height, width, 1, taps, calls, kernel_size, isa,
+                      scratch);
     return;
   }
+  float* planes = aligned_work(scratch, size_t{height} * width * channels);
   hwc_to_chw(hwc, planes, height, width, channels);
-  for (uint32_t c = 0; c < channels; ++c)
-    run(planes + c * plane, height, width, taps, calls, radius, ring);
+  blur_planes_chain(planes, height, width, channels, taps, calls, kernel_size,
+                    isa, scratch);
   chw_to_hwc(planes, hwc, height, width, channels);
 }
 

@@ -5,6 +5,7 @@
 #include "data/resolve.hpp"
 #include "data/sample_mapper.hpp"
 #include "data/synthetic_mapper.hpp"
+#include "core/checksum.hpp"
 #include "kernels/blur.hpp"
 
 namespace stoker {
@@ -41,8 +42,11 @@ caf::expected<batch_maker> batch_maker::open(const pipeline_options& pipeline,
   if (pipeline.kind == pipeline_kind::fused_blur) {
     // Synthetic images, made from (seed, epoch, id), through the blur
     // stage this node's CPU must be able to run.
-    if (auto choice = resolve_blur(pipeline.blur); !choice)
+    auto choice = resolve_blur(pipeline.blur);
+    if (!choice)
       return std::move(choice.error());
+    out.planes_first_ = choice->impl == blur_impl::stoker;
+    out.isa_ = choice->isa;
     return out;
   }
   auto& data = pipeline.data;
@@ -84,6 +88,32 @@ std::vector<char> buffer_for(uint64_t bytes, batch_resources& own) {
 
 image_batch batch_maker::fused(const work_item& item, double slowdown,
                                batch_resources& own) const {
+  if (planes_first_ && !item.blur_on_trainer && slowdown <= 1.0) {
+    // ToTensor fused into the mapper, the checksum into the copy: each
+    // image is made in planes in the aligned scratch, blurred there and
+    // written to the batch once. The same bits as the steps below.
+    auto& syn = pipeline_.synthetic;
+    auto& blur = pipeline_.blur;
+    auto batch = float_batch_for(item, layout::chw, syn.height, syn.width,
+                                 syn.channels,
+                                 buffer_for(float_bytes(item), own));
+    batch.sample_ids = item.sample_ids;
+    float* planes = aligned_work(own.blur, batch.image_elements());
+    own.blur.taps.resize(size_t{blur.repeat} * blur.kernel_size);
+    batch.checksums.resize(item.sample_ids.size());
+    for (size_t i = 0; i < item.sample_ids.size(); ++i) {
+      auto id = item.sample_ids[i];
+      batch.labels.push_back(synthetic_label(id, syn.num_classes));
+      make_synthetic_planes(syn, item.epoch, id, planes);
+      blur_taps(blur, item.epoch, id, own.blur.taps.data());
+      blur_planes_chain(planes, syn.height, syn.width, syn.channels,
+                        own.blur.taps.data(), blur.repeat, blur.kernel_size,
+                        isa_, own.blur);
+      batch.checksums[i] = copy_checksum64(batch.image(i), planes,
+                                           batch.image_bytes());
+    }
+    return batch;
+  }
   auto batch = map_synthetic(pipeline_.synthetic, item,
                              buffer_for(float_bytes(item), own));
   if (item.blur_on_trainer) // pipeline.placement: the trainer's GPU blurs it

@@ -74,6 +74,11 @@ private:
                     batch_resources& own) const;
 
   pipeline_options pipeline_;
+  /// The fused stage through the hand-written chain (not OpenCV): each
+  /// image is then made straight into planes (make_synthetic_planes),
+  /// blurred there, and copied into the batch with its checksum.
+  bool planes_first_ = false;
+  cpu_isa isa_ = cpu_isa::scalar; ///< the chain's, when planes_first_
   std::shared_ptr<const dataset> train_;
   std::shared_ptr<const dataset> test_; ///< null unless the run evaluates
   transform_chain train_chain_;
