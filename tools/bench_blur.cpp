@@ -226,6 +226,10 @@ int main(int argc, char** argv) {
                            + ")";
   row stage{stage_name.c_str(), {}};
   row worker{"worker: mapper + blur stage + checksum", {}};
+  // What the fusions bought, in the same rounds: the same batch made step
+  // by step (HWC image, ToTensor, blur, then a checksum pass).
+  row stepwise{"  the same, step by step (no fusion)", {}};
+  std::vector<double> fusion_gain;
   row reference{"reference: cv::GaussianBlur on HWC, 10x", {}};
   row transform{"gaussian-blur transform: chain on HWC, 10x", {}};
   row parallel{"blur stage on all workers' threads at once", {}};
@@ -269,6 +273,14 @@ int main(int argc, char** argv) {
         own.buffers = std::make_shared<stoker::buffer_pool>(2);
       own.buffers->release(std::move(b.data));
     }));
+    stepwise.values.push_back(rate(batch, min_seconds, [&](uint64_t i) {
+      auto b = stoker::map_synthetic(data, item_of(i, batch),
+                                     own.buffers->acquire(0));
+      stoker::apply_blur_stage(blur, b, own.blur);
+      stoker::stamp_checksums(b); // a pass of its own, as before
+      own.buffers->release(std::move(b.data));
+    }));
+    fusion_gain.push_back(worker.values.back() / stepwise.values.back());
     reference.values.push_back(rate(1, min_seconds, opencv_loop));
     transform.values.push_back(rate(1, min_seconds, transform_loop));
     transform_gain.push_back(transform.values.back()
@@ -330,6 +342,8 @@ int main(int argc, char** argv) {
   if (stage_only)
     return 0;
   std::printf("%-46s %10.0f\n", worker.name, median(worker.values));
+  std::printf("%-46s %10.0f\n", stepwise.name, median(stepwise.values));
+  std::printf("%-46s %10.2f\n", "  fused / step by step", median(fusion_gain));
   std::printf("%-46s %10.0f\n", reference.name, median(reference.values));
   std::printf("%-46s %10.2f\n", "  blur stage / reference", median(vs_reference));
   std::printf("%-46s %10.0f\n", transform.name, median(transform.values));
