@@ -3,7 +3,8 @@
 // stoker layer: config
 //
 // Every setting of a run as plain structs, and the enums config files
-// name. Each struct's member initialisers are the defaults (declared once:
+// name: what the head ships to every node here, what each node keeps for
+// itself in stoker/node_options.hpp (included). Each struct's member initialisers are the defaults (declared once:
 // the option table in config/option_table.cpp reads them for --long-help,
 // the reader and docs/configuration.md). Nothing here does work; the units
 // that use a spec include this header, never the other way round.
@@ -22,54 +23,12 @@
 #include "stoker/entry_spec.hpp"
 #include "stoker/enum_names.hpp"
 #include "stoker/messages.hpp"
+#include "stoker/node_options.hpp"
 
 namespace stoker {
 
 // -- enums config files name ------------------------------------------------
 
-/// What a node process runs (`--role`).
-enum class role_kind : uint8_t {
-  local = 1,   ///< every actor of the run in this process
-  head = 2,    ///< the source, the router and cluster membership
-  worker = 3,  ///< CPU workers that join a head
-  trainer = 4, ///< a trainer that joins a head
-};
-
-template <>
-struct enum_names<role_kind> {
-  static constexpr enum_name<role_kind> table[] = {
-    {role_kind::local, "local"},
-    {role_kind::head, "head"},
-    {role_kind::worker, "worker"},
-    {role_kind::trainer, "trainer"}};
-};
-
-/// Where a node learns the cluster's shape (`cluster.discover`).
-enum class discover_kind : uint8_t {
-  static_nodes = 1, ///< cluster.nodes, --role and --cluster.head as given
-  sagemaker = 2,    ///< SageMaker's resourceconfig.json
-  slurm = 3,        ///< Slurm's SLURM_* environment (one task per node)
-};
-
-template <>
-struct enum_names<discover_kind> {
-  static constexpr enum_name<discover_kind> table[] = {
-    {discover_kind::static_nodes, "static"},
-    {discover_kind::sagemaker, "sagemaker"},
-    {discover_kind::slurm, "slurm"}};
-};
-
-/// Whether a head or local node shows one updating progress line
-/// (`--progress`): auto = when standard output is a terminal.
-enum class progress_mode : uint8_t { automatic = 1, on = 2, off = 3 };
-
-template <>
-struct enum_names<progress_mode> {
-  static constexpr enum_name<progress_mode> table[] = {
-    {progress_mode::automatic, "auto"},
-    {progress_mode::on, "on"},
-    {progress_mode::off, "off"}};
-};
 
 /// How a worker makes a batch: decided once per run (prepare_run) and
 /// shipped with the pipeline.
@@ -90,22 +49,6 @@ struct enum_names<pipeline_kind> {
     {pipeline_kind::transform_chain, "transform-chain"}};
 };
 
-/// Where the trainer runs its steps (`trainer.device`).
-enum class device_kind {
-  auto_select, ///< CUDA when LibTorch sees a GPU, else CPU
-  cuda,
-  cpu,
-  sim, ///< a simulated accelerator: waits sim_step_ms, checks each batch
-};
-
-template <>
-struct enum_names<device_kind> {
-  static constexpr enum_name<device_kind> table[] = {
-    {device_kind::auto_select, "auto"},
-    {device_kind::cuda, "cuda"},
-    {device_kind::cpu, "cpu"},
-    {device_kind::sim, "sim"}};
-};
 
 /// The optimizer (`trainer.optimizer`).
 enum class optimizer_kind : uint8_t { sgd = 1, adamw = 2 };
@@ -373,105 +316,10 @@ struct trainer_spec {
   std::chrono::milliseconds collective_timeout{60000};
 };
 
-/// The trainer settings each trainer node keeps for itself: its device,
-/// its threads and where it saves checkpoints.
-struct trainer_local_spec {
-  device_kind device = device_kind::auto_select;
-  uint32_t threads = 0; ///< LibTorch intra-op threads; 0 = LibTorch default
-  std::string checkpoint_dir; ///< empty: no checkpoints
-  uint32_t checkpoint_every = 100; ///< steps between checkpoints
-  /// Trainers this node runs (one data-parallel rank each); 0 = one per
-  /// CUDA device LibTorch sees, 1 where it sees none (CPU, sim).
-  uint32_t count = 0;
-  /// For benchmarks and tests: simulated steps take this many times
-  /// trainer.sim-step-ms on this node (one slow rank of a group).
-  double sim_slowdown = 1.0;
-};
-
 /// The learning rate of training step `step` (0-based) of a run of
 /// `spec.total_steps`: trainer.lr, or the cosine schedule's
 /// lr * (1 + cos(pi * step / total)) / 2.
 double learning_rate_at(const trainer_spec& spec, uint64_t step);
-
-// -- the cluster ------------------------------------------------------------
-
-/// One node of a cluster's topology: `NAME:ROLE[:WORKERS]` in
-/// `cluster.nodes`.
-struct node_spec {
-  std::string name;
-  role_kind role = role_kind::worker; ///< worker or trainer
-  uint32_t workers = 0; ///< worker actors on a worker node; 0 = its cores
-};
-
-/// Parses one `cluster.nodes` entry; errc::invalid_config names it.
-caf::expected<node_spec> parse_node_spec(std::string_view entry);
-
-/// Parses "HOST:PORT" (PORT 1..65535); nothing if it does not parse.
-std::optional<std::pair<std::string, uint16_t>>
-parse_host_port(std::string_view text);
-
-/// Whether `address` is reachable from this machine only (127.x.y.z, ::1,
-/// localhost): anything else needs a token before it serves a console.
-bool is_loopback(std::string_view address);
-
-/// How the nodes of a cluster find each other.
-struct cluster_spec {
-  std::string bind = "127.0.0.1"; ///< address the head (and trainers) listen on
-  uint16_t port = 4242;           ///< the head's port; 0 = any free port
-  std::string head_host;          ///< where a worker or trainer finds the head
-  uint16_t head_port = 0;
-  std::chrono::milliseconds join_timeout{30000};
-  std::chrono::milliseconds connect_timeout{10000};
-  /// The topology: the nodes the head waits for before the run starts, and
-  /// what tools/launch-cluster starts.
-  std::vector<node_spec> nodes;
-  std::string port_file; ///< the head writes its port here once listening
-  /// Listening beyond loopback without TLS is refused unless this is set
-  /// (then every node says once that the cluster is unauthenticated).
-  bool insecure = false;
-  /// A CAF (BASP) message declaring a larger payload closes its connection
-  /// at the node's gate, before CAF allocates for it.
-  uint64_t max_message_bytes = uint64_t{256} << 20;
-  /// Where the topology comes from; anything but static_nodes sets this
-  /// node's role, name, host, the head's address and (on the head)
-  /// cluster.nodes from what the platform says (config/discovery.hpp).
-  discover_kind discover = discover_kind::static_nodes;
-  /// SageMaker's resource file (overridable for tests).
-  std::string sagemaker_config = "/opt/ml/input/config/resourceconfig.json";
-  /// The instance group whose hosts run trainers (SageMaker); its first
-  /// host runs the head too. Slurm: a het group's number, or "" to take
-  /// the one with GPUs.
-  std::string trainer_group = "gpu";
-  /// This node's host instead of the platform's (tests: one machine
-  /// playing several hosts).
-  std::string current_host;
-  /// The head journals the run here (head.journal, written atomically):
-  /// with it, nodes outlive the head and a head started again with
-  /// --resume takes them back. Empty: nodes exit when the head goes.
-  std::string state_dir;
-};
-
-/// Mutual TLS between nodes (`tls.*`, this node's own files): every CAF
-/// connection, every batch stream and the TCP console. Empty certificate
-/// and dir: no TLS.
-struct tls_spec {
-  std::string certificate; ///< PEM: this node's certificate (chain)
-  std::string key;         ///< PEM: its private key
-  std::string ca_file;     ///< PEM: the cluster's CA; peers must be signed by it
-  std::string passphrase;  ///< the key's passphrase, if it is encrypted
-  /// A directory from tools/make-certs: ca.pem, NAME.pem, NAME.key for
-  /// this node's name (fills the three files that are not set).
-  std::string dir;
-  /// Refuse to start without TLS configured, even on loopback (a config
-  /// file that means TLS, run without certificates by mistake).
-  bool required = false;
-
-  /// Whether TLS is configured (the files are checked when loaded).
-  bool enabled() const noexcept {
-    return !certificate.empty() || !key.empty() || !ca_file.empty()
-           || !dir.empty();
-  }
-};
 
 /// How the router leases work (`router.*`).
 struct router_spec {
@@ -495,26 +343,6 @@ struct router_spec {
   blur_placement placement = blur_placement::cpu;
 };
 
-/// The consoles of a head or local node (`console.*`): over TCP, and on
-/// the node's own terminal.
-struct console_spec {
-  bool terminal = false; ///< console.terminal (`--console`): on stdin/stdout
-  uint16_t port = 0;     ///< 0: no TCP console
-  std::string bind = "127.0.0.1";
-  std::string token; ///< required as the first line if not empty
-};
-
-/// The head's (or a local run's) HTTP endpoints (`metrics.*`): /metrics in
-/// the Prometheus text format, /api/state (JSON) and the live dashboard
-/// at / (docs/metrics.md).
-struct metrics_spec {
-  uint16_t port = 0; ///< 0: off
-  std::string bind = "127.0.0.1";
-  /// Served this long after the run ends, so a last scrape (or the
-  /// dashboard) sees the final counts.
-  std::chrono::milliseconds linger{0};
-};
-
 /// How batches travel between worker and trainer (`transport.*`).
 struct transport_spec {
   dtype wire = dtype::float32; ///< image dtype between worker and trainer
@@ -524,44 +352,6 @@ struct transport_spec {
 };
 
 // -- one node's whole configuration ------------------------------------------
-
-/// What stays with each node: its role, name and addresses, its consoles,
-/// its workers and its trainer's device. Never shipped.
-struct node_options {
-  role_kind role = role_kind::local;
-  std::string name; ///< this node's name in the cluster; "" = ROLE-PID
-  /// The machine it runs on ("" = the hostname): workers on the trainer's
-  /// machine are local (router.policy local-only, tie-breaks).
-  std::string host;
-  cluster_spec cluster;
-  tls_spec tls;         ///< this node's certificate, key and the cluster's CA
-  console_spec console; ///< the head's or local node's consoles
-  metrics_spec metrics; ///< the head's or local node's HTTP endpoints
-  std::string report_path; ///< empty: no JSON report
-  progress_mode progress = progress_mode::automatic;
-  bool resume = false; ///< the trainer continues from its last checkpoint
-  bool print_nodes = false; ///< print cluster.nodes and exit
-  uint32_t workers = 0; ///< CPU workers; 0 = one per core
-  /// What this node's machine costs per hour (node.price-per-hour; 0: look
-  /// up instance_type in prices, else unknown): the run's cost.
-  double price_per_hour = 0.0;
-  std::string instance_type; ///< node.instance-type (SageMaker fills it)
-  /// node.prices: "TYPE=DOLLARS_PER_HOUR" as the user supplies them.
-  std::vector<std::pair<std::string, double>> prices;
-  /// Set by discovery on the head's machine: the node it runs beside the
-  /// head (SageMaker: the first GPU host's trainer), as a second process.
-  std::optional<node_spec> companion;
-  /// What discovery found, said by --print-nodes and at the start.
-  std::string discovered;
-  /// Each worker of this node does its transform work this many times (it
-  /// keeps the first result): makes slow workers for benchmarks and tests.
-  double slowdown = 1.0;
-  /// Each worker of this node also waits this long per item without using
-  /// the CPU: many simulated workers on one machine (tools/bench-scale).
-  std::chrono::milliseconds sim_item{0};
-  trainer_local_spec trainer;
-  std::string config_source; ///< the file (or embedded default) it came from
-};
 
 /// What the head ships to every node: the pipeline, the router's settings
 /// and how the trainer trains. A worker or trainer node runs the head's,
