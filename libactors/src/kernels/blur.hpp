@@ -78,12 +78,12 @@ void blur_image_opencv(const float* src, float* dst, uint32_t height,
 
 /// The blur stage's scratch memory, kept from batch to batch by the one
 /// thread that blurs with it (each worker owns one): the chain's aligned
-/// image, ring and taps, OpenCV's ping-pong images. It grows to the
+/// image, strips and taps, OpenCV's ping-pong images. It grows to the
 /// largest image seen and never shrinks, so a worker's steady state
 /// allocates nothing here. Not thread-safe.
 struct blur_scratch {
   std::vector<float> work;
-  std::vector<float> ring;
+  std::vector<float> strips;
   std::vector<float> taps;
   std::vector<float> ping;
   std::vector<float> pong;

@@ -12,17 +12,20 @@
 
 namespace stoker::detail {
 
-/// Floats of scratch one chain call needs for planes `width` wide and taps
-/// of `radius`: a ring of 2 * radius + 6 blurred rows, a padded row, and a
-/// tail vector.
-size_t blur_chain_scratch(uint32_t width, uint32_t radius) noexcept;
+/// Floats of scratch one chain call needs for height x width planes and
+/// taps of `radius`: two strips of max(height, width) + 2 * radius vectors
+/// of the widest ISA (64-byte aligned by the caller).
+size_t blur_chain_scratch(uint32_t height, uint32_t width,
+                          uint32_t radius) noexcept;
 
 /// Blurs the h x w plane at `plane` in place `calls` times: call c with the
 /// 2 * radius + 1 taps at taps + c * (2 * radius + 1), which must be
 /// symmetric (gaussian_kernel's are). Borders reflect-101. `scratch` holds
-/// blur_chain_scratch(w, radius) floats. Every ISA computes each pixel with
-/// the same operations in the same order (fused multiply-adds included),
-/// so all three give bit-identical results.
+/// blur_chain_scratch(h, w, radius) floats. Every ISA computes each pixel
+/// with the same operations in the same order (fused multiply-adds
+/// included), so all three give bit-identical results. The calls' vertical
+/// halves all run before their horizontal halves (they commute): not the
+/// bits of blurring H, V, H, V..., the same numbers to rounding.
 using blur_chain_fn = void (*)(float* plane, uint32_t h, uint32_t w,
                                const float* taps, uint32_t calls,
                                uint32_t radius, float* scratch) noexcept;

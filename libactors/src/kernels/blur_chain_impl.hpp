@@ -1,28 +1,29 @@
 // The blur chain's body, included once by each ISA's source file after it
 // defines STOKER_BLUR_NS (a namespace of its own, so nothing here is shared
-// between ISAs) and `vec`: the lanes type with load, store, set1, add, mul
-// and fma. No include guard, on purpose; no standard-library code either
-// (its inline functions compiled for AVX-512 could be picked by the linker
-// for the whole program).
+// between ISAs) and `vec`: the lanes type with load, store, set1, add, mul,
+// fma and transpose. No include guard, on purpose; no standard-library
+// code either (its inline functions compiled for AVX-512 could be picked by
+// the linker for the whole program).
 //
-// One blur of one plane, in place, in one sweep: each source row is blurred
-// horizontally once into a ring of rows (L1-sized: 14 rows of 224 floats
-// are 12.5 KB), and output rows are the vertical blur of the ring's rows
-// reflect(y - r .. y + r) as soon as their last source row is in, several
-// at a time where the radius is known at compile time (a ring of 2r + B
-// rows, see block_rows), one by one otherwise. Row y of the plane is free to overwrite then: every
-// source row it was needed for is in the ring already. So a blur reads and
-// writes the plane once (it stays in L2 through the chain), and the taps
-// are paired (w[r-k] == w[r+k]): one add and one fused multiply-add a pair.
+// Every blur is separable and its borders are per axis, so its vertical
+// and horizontal halves commute: the chain of `calls` blurs is all the
+// vertical halves, then all the horizontal ones. Both run as one kernel,
+// on strips. A strip is `lanes` columns of the plane (for the vertical
+// halves) or `lanes` rows transposed (for the horizontal ones, through
+// in-register lanes x lanes transposes), stored as one vector per
+// position along the blurred axis, with r reflected vectors on each side.
+// A strip of 224 positions is 14 KB: two of them, ping-pong, stay in L1
+// through every call, and each output vector is the taps applied to
+// vectors of the same lanes - aligned loads, no shuffles, no pointer
+// tables. The taps are paired (w[r-k] == w[r+k]): one add and one fused
+// multiply-add a pair, and each load serves up to B outputs (2r + B loads
+// for B vectors instead of B * (2r + 1)).
 
 namespace stoker::detail::STOKER_BLUR_NS {
 
 constexpr int lanes = vec::lanes;
-constexpr int max_lanes = 16; // the widest ISA: ring rows are padded to it
 
-inline int round_up(int x, int to) {
-  return (x + to - 1) / to * to;
-}
+inline int round_up(int x, int to) { return (x + to - 1) / to * to; }
 
 // reflect101 (blur.hpp), here again so that this ISA's copy is its own.
 inline int reflect(int i, int size) {
@@ -33,12 +34,11 @@ inline int reflect(int i, int size) {
   return i;
 }
 
-// The taps as vectors, loaded once per pass: read through the float
+// The taps as vectors, loaded once per call: read through the float
 // pointer inside the loop they would be reloaded for every vector (the
 // compiler cannot tell that the pass's stores leave them alone), and each
 // reload takes a load port the pass needs for its pixels.
-template <int R>
-struct tap_vectors {
+template <int R> struct tap_vectors {
   static constexpr int size = R >= 0 ? R + 1 : 50; // radius <= 49
   typename vec::type v[size];
   tap_vectors(const float* taps, int r) {
@@ -47,8 +47,8 @@ struct tap_vectors {
   }
 };
 
-// One output vector of a pass: the centre tap times `at(0)` plus each pair
-// of taps times the sum of its two inputs, in that order on every ISA.
+// One output vector: the centre tap times `at(0)` plus each pair of taps
+// times the sum of its two inputs, in that order on every ISA.
 template <int R, class Load>
 inline typename vec::type taps_applied(const tap_vectors<R>& t, int radius,
                                        Load at) {
@@ -59,173 +59,190 @@ inline typename vec::type taps_applied(const tap_vectors<R>& t, int radius,
   return acc;
 }
 
-// Horizontal blur of `src` (w floats) into `dst` (full vectors: dst has
-// round_up(w, max_lanes) floats). Vectors whose taps stay inside the row
-// read `src` itself; the others read `pad`, the row with r reflected
-// pixels on each side, written first and read last: a load that spans
-// stores still in flight cannot be forwarded and waits for them.
-template <int R>
-void row_pass(const float* src, float* dst, int w, const float* taps,
-              int radius, float* pad) {
-  const int r = R >= 0 ? R : radius;
-  for (int i = 0; i < r; ++i) {
-    pad[i] = src[reflect(i - r, w)];
-    pad[r + w + i] = src[reflect(w + i, w)];
-  }
-  for (int x = 0; x < w; ++x)
-    pad[r + x] = src[x];
-  for (int x = w + 2 * r, end = round_up(w, lanes) + 2 * r; x < end; ++x)
-    pad[x] = 0.0f; // lanes past the row: computed, never stored in a row
-  const float* padded = pad + r;
-  const tap_vectors<R> t{taps, r};
-  int first = round_up(r, lanes); // the first vector inside on the left
-  int x = first;
-  if constexpr (vec::has_window && R >= 0 && R < lanes) {
-    // Three aligned-to-the-row loads a vector (two carried over) and
-    // in-register windows for the taps, where unaligned loads would split
-    // a cache line for every tap but the centre. The same inputs in the
-    // same order: bit-identical to the loads below. Needs the vector after
-    // x inside the row (the plane's last row has nothing after it).
-    if (x + 2 * lanes <= w) {
-      auto before = vec::load(src + x - lanes);
-      auto here = vec::load(src + x);
-      for (; x + 2 * lanes <= w; x += lanes) {
-        auto after = vec::load(src + x + lanes);
-        vec::store(dst + x, taps_applied<R>(t, r, [&](int k) {
-          return k < 0 ? vec::window(before, here, lanes + k)
-                       : k == 0 ? here : vec::window(here, after, k);
-        }));
-        before = here;
-        here = after;
-      }
-    }
-  }
-  for (; x + lanes + r <= w; x += lanes) {
-    const float* c = src + x;
-    vec::store(dst + x, taps_applied<R>(t, r, [c](int k) {
-      return vec::load(c + k);
-    }));
-  }
-  auto from_pad = [&](int at) {
-    const float* c = padded + at;
-    vec::store(dst + at, taps_applied<R>(t, r, [c](int k) {
-      return vec::load(c + k);
-    }));
-  };
-  for (int left = 0; left < first && left < w; left += lanes)
-    from_pad(left);
-  for (int right = x > first ? x : first; right < w; right += lanes)
-    from_pad(right);
-}
+// Outputs made at once where the radius is known at compile time (else
+// one): as many as keep the 2r + B input vectors, B sums and r + 1 taps in
+// registers. Six with AVX-512's 32 registers, four otherwise.
+template <int R> constexpr int block_rows = R < 0 ? 1 : lanes == 16 ? 6 : 4;
 
-// Vertical blur of the ring rows `rows[0..2r]` into output row `out`.
-template <int R>
-void column_pass(const float* const* rows, float* out, int w,
-                 const float* taps, int radius, float* tail) {
-  const int r = R >= 0 ? R : radius;
-  const tap_vectors<R> t{taps, r};
-  auto at = [&](int x) {
-    return taps_applied<R>(t, r, [rows, r, x](int k) {
-      return vec::load(rows[r + k] + x);
-    });
-  };
-  int x = 0;
-  for (; x + lanes <= w; x += lanes)
-    vec::store(out + x, at(x));
-  if (x < w) { // the row's end: through a vector of scratch
-    vec::store(tail, at(x));
-    for (int i = 0; x + i < w; ++i)
-      out[x + i] = tail[i];
+// Strip vector i at s + i * lanes, i in [-r, n + r).
+inline float* at_vec(float* s, int i) { return s + i * lanes; }
+
+// The r vectors before and after the strip's n, reflected (reflect-101).
+inline void fill_borders(float* s, int n, int r) {
+  for (int i = 1; i <= r; ++i) {
+    vec::store(at_vec(s, -i), vec::load(at_vec(s, reflect(-i, n))));
+    vec::store(at_vec(s, n - 1 + i),
+               vec::load(at_vec(s, reflect(n - 1 + i, n))));
   }
 }
 
-// Vertical blur of B consecutive output rows at once (`out`, rows `w`
-// apart) from the ring rows `rows[0..2r+B-1]`: each input vector is loaded
-// once and serves up to B outputs (2r + B loads for B vectors instead of
-// B * (2r + 1)), which is what bounds this pass.
-template <int R, int B>
-void column_block(const float* const* rows, float* out, int w,
-                  const float* taps, float* tail) {
-  static_assert(R >= 0, "blocks need the radius at compile time");
-  const tap_vectors<R> t{taps, R};
-  typename vec::type in[2 * R + B];
-  auto block_at = [&](int x, auto&& emit) {
-    for (int j = 0; j < 2 * R + B; ++j)
-      in[j] = vec::load(rows[j] + x);
-    for (int b = 0; b < B; ++b)
-      emit(b, taps_applied<R>(t, R, [&in, b](int k) { return in[b + R + k]; }));
-  };
-  int x = 0;
-  for (; x + lanes <= w; x += lanes)
-    block_at(x, [&](int b, typename vec::type v) {
-      vec::store(out + b * w + x, v);
-    });
-  if (x < w) // the rows' end: through a vector of scratch
-    block_at(x, [&](int b, typename vec::type v) {
-      vec::store(tail, v);
-      for (int i = 0; x + i < w; ++i)
-        out[b * w + x + i] = tail[i];
-    });
-}
-
-// Output rows made per column pass where the radius is known at compile
-// time (else one): as many as keep the 2r + B input vectors, B sums and
-// r + 1 taps in registers. Six with AVX-512's 32 (measured ~12% faster
-// than four at radius 5), four otherwise.
+// One blur of the strip `src` (its borders filled) into `dst`'s n vectors.
 template <int R>
-constexpr int block_rows = R < 0 ? 1 : lanes == 16 ? 6 : 4;
-
-template <int R>
-void blur_once(float* plane, int h, int w, const float* taps, int radius,
-               float* scratch) {
+void blur_strip(float* src, float* dst, int n, const tap_vectors<R>& t,
+                int radius) {
   const int r = R >= 0 ? R : radius;
   constexpr int B = block_rows<R>;
-  const int slots = 2 * r + B; // the ring: every row a block reads
-  const int stride = round_up(w, max_lanes);
-  float* ring = scratch;
-  float* pad = ring + slots * stride;
-  float* tail = pad + stride + 2 * r + max_lanes;
-  const float* rows[2 * 49 + 6]; // pipeline.blur-kernel <= 99, B <= 6
-  int next = 0; // the next source row to blur into the ring
-  for (int y = 0; y < h;) {
-    int n = h - y >= B ? B : 1; // the last rows one by one
-    int last = y + n - 1 + r < h - 1 ? y + n - 1 + r : h - 1;
-    for (; next <= last; ++next)
-      row_pass<R>(plane + next * w, ring + (next % slots) * stride, w, taps,
-                  r, pad);
-    for (int j = 0; j < 2 * r + n; ++j)
-      rows[j] = ring + (reflect(y - r + j, h) % slots) * stride;
-    if constexpr (B > 1) {
-      if (n == B) {
-        column_block<R, B>(rows, plane + y * w, w, taps, tail);
-        y += n;
-        continue;
-      }
+  int y = 0;
+  if constexpr (B > 1) {
+    for (; y + B <= n; y += B) {
+      typename vec::type in[2 * R + B];
+      for (int j = 0; j < 2 * R + B; ++j)
+        in[j] = vec::load(at_vec(src, y - R + j));
+      for (int b = 0; b < B; ++b)
+        vec::store(at_vec(dst, y + b), taps_applied<R>(t, R, [&in, b](int k) {
+                     return in[b + R + k];
+                   }));
     }
-    column_pass<R>(rows, plane + y * w, w, taps, r, tail);
-    y += 1;
+  }
+  for (; y < n; ++y)
+    vec::store(at_vec(dst, y), taps_applied<R>(t, r, [src, y](int k) {
+                 return vec::load(at_vec(src, y + k));
+               }));
+}
+
+// Every call's blur of the strip in `a` (n vectors, room for r on each
+// side), ping-pong with `b`. Returns the one holding the result.
+template <int R>
+float* blur_strip_calls(float* a, float* b, int n, const float* taps, int calls,
+                        int r) {
+  for (int c = 0; c < calls; ++c) {
+    const tap_vectors<R> t{taps + c * (2 * r + 1), r};
+    fill_borders(a, n, r);
+    blur_strip<R>(a, b, n, t, r);
+    float* done = b;
+    b = a;
+    a = done;
+  }
+  return a;
+}
+
+// Columns x0 .. x0 + m - 1 of the h x w plane to the strip (one vector per
+// row; lanes past m zero, computed and never written back), and back.
+inline void columns_to_strip(const float* plane, int h, int w, int x0, int m,
+                             float* s) {
+  for (int y = 0; y < h; ++y) {
+    const float* row = plane + y * w + x0;
+    float* v = at_vec(s, y);
+    if (m == lanes) {
+      vec::store(v, vec::load(row));
+      continue;
+    }
+    for (int i = 0; i < lanes; ++i)
+      v[i] = i < m ? row[i] : 0.0f;
   }
 }
 
-inline void run_chain(float* plane, uint32_t h, uint32_t w,
-                      const float* taps, uint32_t calls, uint32_t radius,
-                      float* scratch) noexcept {
-  int r = static_cast<int>(radius);
-  int hi = static_cast<int>(h), wi = static_cast<int>(w);
-  for (uint32_t c = 0; c < calls; ++c) {
-    const float* t = taps + c * (2 * radius + 1);
-    // The common radii with the tap loop unrolled at compile time.
-    switch (r) {
-      case 0: blur_once<0>(plane, hi, wi, t, r, scratch); break;
-      case 1: blur_once<1>(plane, hi, wi, t, r, scratch); break;
-      case 2: blur_once<2>(plane, hi, wi, t, r, scratch); break;
-      case 3: blur_once<3>(plane, hi, wi, t, r, scratch); break;
-      case 4: blur_once<4>(plane, hi, wi, t, r, scratch); break;
-      case 5: blur_once<5>(plane, hi, wi, t, r, scratch); break;
-      case 6: blur_once<6>(plane, hi, wi, t, r, scratch); break;
-      case 7: blur_once<7>(plane, hi, wi, t, r, scratch); break;
-      default: blur_once<-1>(plane, hi, wi, t, r, scratch); break;
+inline void strip_to_columns(const float* s, float* plane, int h, int w, int x0,
+                             int m) {
+  for (int y = 0; y < h; ++y) {
+    float* row = plane + y * w + x0;
+    const float* v = s + y * lanes;
+    if (m == lanes) {
+      vec::store(row, vec::load(v));
+      continue;
     }
+    for (int i = 0; i < m; ++i)
+      row[i] = v[i];
+  }
+}
+
+// Rows y0 .. y0 + m - 1 of the plane to the strip transposed (one vector
+// per column, lane i from row y0 + i), and back: full lanes x lanes blocks
+// through registers, the plane's ragged edges element by element.
+inline void rows_to_strip(const float* plane, int w, int y0, int m, float* s) {
+  int x0 = 0;
+  if (m == lanes) {
+    for (; x0 + lanes <= w; x0 += lanes) {
+      typename vec::type block[lanes];
+      for (int i = 0; i < lanes; ++i)
+        block[i] = vec::load(plane + (y0 + i) * w + x0);
+      vec::transpose(block);
+      for (int j = 0; j < lanes; ++j)
+        vec::store(at_vec(s, x0 + j), block[j]);
+    }
+  }
+  for (int x = x0; x < w; ++x) {
+    float* v = at_vec(s, x);
+    for (int i = 0; i < lanes; ++i)
+      v[i] = i < m ? plane[(y0 + i) * w + x] : 0.0f;
+  }
+}
+
+inline void strip_to_rows(const float* s, float* plane, int w, int y0, int m) {
+  int x0 = 0;
+  if (m == lanes) {
+    for (; x0 + lanes <= w; x0 += lanes) {
+      typename vec::type block[lanes];
+      for (int j = 0; j < lanes; ++j)
+        block[j] = vec::load(s + (x0 + j) * lanes);
+      vec::transpose(block);
+      for (int i = 0; i < lanes; ++i)
+        vec::store(plane + (y0 + i) * w + x0, block[i]);
+    }
+  }
+  for (int x = x0; x < w; ++x)
+    for (int i = 0; i < m; ++i)
+      plane[(y0 + i) * w + x] = s[x * lanes + i];
+}
+
+// Floats one strip buffer takes: `length` vectors and r on each side.
+inline int strip_floats(int length, int r) { return (length + 2 * r) * lanes; }
+
+template <int R>
+void blur_plane(float* plane, int h, int w, const float* taps, int calls,
+                int radius, float* scratch) {
+  const int r = R >= 0 ? R : radius;
+  const int length = h > w ? h : w;
+  float* a = scratch + r * lanes;
+  float* b = scratch + strip_floats(length, r) + r * lanes;
+  for (int x0 = 0; x0 < w; x0 += lanes) { // the vertical halves
+    int m = w - x0 < lanes ? w - x0 : lanes;
+    columns_to_strip(plane, h, w, x0, m, a);
+    strip_to_columns(blur_strip_calls<R>(a, b, h, taps, calls, r), plane, h, w,
+                     x0, m);
+  }
+  for (int y0 = 0; y0 < h; y0 += lanes) { // the horizontal halves
+    int m = h - y0 < lanes ? h - y0 : lanes;
+    rows_to_strip(plane, w, y0, m, a);
+    strip_to_rows(blur_strip_calls<R>(a, b, w, taps, calls, r), plane, w, y0,
+                  m);
+  }
+}
+
+inline void run_chain(float* plane, uint32_t h, uint32_t w, const float* taps,
+                      uint32_t calls, uint32_t radius,
+                      float* scratch) noexcept {
+  int r = static_cast<int>(radius), c = static_cast<int>(calls);
+  int hi = static_cast<int>(h), wi = static_cast<int>(w);
+  // The common radii with the tap loop unrolled at compile time.
+  switch (r) {
+  case 0:
+    blur_plane<0>(plane, hi, wi, taps, c, r, scratch);
+    break;
+  case 1:
+    blur_plane<1>(plane, hi, wi, taps, c, r, scratch);
+    break;
+  case 2:
+    blur_plane<2>(plane, hi, wi, taps, c, r, scratch);
+    break;
+  case 3:
+    blur_plane<3>(plane, hi, wi, taps, c, r, scratch);
+    break;
+  case 4:
+    blur_plane<4>(plane, hi, wi, taps, c, r, scratch);
+    break;
+  case 5:
+    blur_plane<5>(plane, hi, wi, taps, c, r, scratch);
+    break;
+  case 6:
+    blur_plane<6>(plane, hi, wi, taps, c, r, scratch);
+    break;
+  case 7:
+    blur_plane<7>(plane, hi, wi, taps, c, r, scratch);
+    break;
+  default:
+    blur_plane<-1>(plane, hi, wi, taps, c, r, scratch);
+    break;
   }
 }
 

@@ -8,9 +8,6 @@
 namespace stoker::detail::scalar {
 
 struct vec {
-  // No in-register windows here: the row pass loads every tap (see
-  // blur_chain_avx512.cpp); `window` is never called.
-  static constexpr bool has_window = false;
   using type = float;
   static constexpr int lanes = 1;
   static type load(const float* p) { return *p; }
@@ -19,7 +16,7 @@ struct vec {
   static type add(type a, type b) { return a + b; }
   static type mul(type a, type b) { return a * b; }
   static type fma(type a, type b, type c) { return __builtin_fmaf(a, b, c); }
-  static type window(type lo, type, int) { return lo; }
+  static void transpose(type*) {} // a 1 x 1 block is its own transpose
 };
 
 } // namespace stoker::detail::scalar
@@ -30,14 +27,14 @@ struct vec {
 
 namespace stoker::detail {
 
-size_t blur_chain_scratch(uint32_t width, uint32_t radius) noexcept {
-  size_t stride = (size_t{width} + 15) / 16 * 16;
-  size_t k = 2 * size_t{radius} + 6; // ring rows (blocks of up to six)
-  return k * stride + stride + 2 * radius + 16 + 16;
+size_t blur_chain_scratch(uint32_t height, uint32_t width,
+                          uint32_t radius) noexcept {
+  size_t length = height > width ? height : width;
+  return 2 * (length + 2 * size_t{radius}) * 16; // two strips, widest ISA
 }
 
-void blur_chain_scalar(float* plane, uint32_t h, uint32_t w,
-                       const float* taps, uint32_t calls, uint32_t radius,
+void blur_chain_scalar(float* plane, uint32_t h, uint32_t w, const float* taps,
+                       uint32_t calls, uint32_t radius,
                        float* scratch) noexcept {
   scalar::run_chain(plane, h, w, taps, calls, radius, scratch);
 }
