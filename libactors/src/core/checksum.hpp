@@ -7,7 +7,7 @@
 
 namespace stoker {
 
-/// A fast 64-bit checksum of `n` bytes (eight independent multiply-rotate
+/// A fast 64-bit checksum of `n` bytes (32 independent multiply-rotate
 /// lanes, vectorized where the CPU allows, then a SplitMix64 finish); the
 /// same value on every CPU. Not cryptographic: it catches torn,
 /// truncated or mixed-up buffers between a worker and a trainer.
