@@ -166,6 +166,30 @@ int main(int argc, char** argv) {
     return static_cast<double>(flops) / seconds_since(t0) / flops_per_image;
   };
   row bound{"FMA bound (measured peak / FLOP per image)", {}};
+  // The chain alone: an image's CHW planes through every call in place,
+  // no reorder and no checksum (copied in first from the ToTensor'd
+  // batch, as the other rows copy theirs; the copy is taken out alike).
+  row kernel{"  chain alone on CHW planes (widest ISA)", {}};
+  std::vector<float> chw(raw.data.size() / sizeof(float));
+  for (size_t i = 0; i < raw.size(); ++i)
+    stoker::hwc_to_chw(raw.image(i), chw.data() + i * raw.image_elements(),
+                       data.height, data.width, data.channels);
+  stoker::blur_scratch kernel_scratch;
+  auto kernel_loop = [&](uint64_t) {
+    size_t n = raw.image_elements();
+    float* planes = stoker::aligned_work(kernel_scratch, n);
+    kernel_scratch.taps.resize(size_t{blur.repeat} * blur.kernel_size);
+    for (size_t i = 0; i < raw.size(); ++i) {
+      std::copy(chw.data() + i * n, chw.data() + (i + 1) * n, planes);
+      stoker::blur_taps(blur, raw.epoch, raw.sample_ids[i],
+                        kernel_scratch.taps.data());
+      stoker::blur_planes_chain(planes, data.height, data.width,
+                                data.channels, kernel_scratch.taps.data(),
+                                blur.repeat, blur.kernel_size, best,
+                                kernel_scratch);
+    }
+  };
+  std::vector<double> kernel_vs_bound;
   std::vector<double> vs_opencv, vs_bound;
   auto copy_loop = [&, b = raw](uint64_t) mutable { b.data = raw.data; };
   // The reference: cv::GaussianBlur on an HWC image, 10 times, the way a
@@ -233,8 +257,9 @@ int main(int argc, char** argv) {
   row reference{"reference: cv::GaussianBlur on HWC, 10x", {}};
   row transform{"gaussian-blur transform: chain on HWC, 10x", {}};
   row parallel{"blur stage on all workers' threads at once", {}};
-  row pipeline{"local pipeline: workers -> router -> sim", {}};
-  std::vector<double> vs_ideal, vs_parallel, vs_reference, transform_gain;
+  row pipeline{"local pipeline (steady): workers->router->sim", {}};
+  std::vector<double> vs_ideal, vs_workers, vs_parallel, vs_reference,
+    transform_gain;
   // Minor page faults per batch in the pipeline's steady state (the run
   // report's per-thread figures): fresh buffers on the data path show here.
   std::vector<double> worker_faults, trainer_faults;
@@ -252,9 +277,11 @@ int main(int argc, char** argv) {
       v.values.push_back(
         net(rate(batch, min_seconds, blur_loop_with(v.params))));
     if (best != stoker::cpu_isa::scalar) {
+      kernel.values.push_back(net(rate(batch, min_seconds, kernel_loop)));
       bound.values.push_back(fma_bound());
       vs_bound.push_back(variants.front().values.back()
                          / bound.values.back());
+      kernel_vs_bound.push_back(kernel.values.back() / bound.values.back());
     }
     vs_opencv.push_back(variants.front().values.back()
                         / variants.back().values.back());
@@ -290,9 +317,10 @@ int main(int argc, char** argv) {
       par += net(r);
     parallel.values.push_back(par);
     // The pipeline into a sim trainer taking 1 ms a step, sized to run
-    // about 2 * min_seconds.
-    auto size = static_cast<int>(
-      std::max(256.0, parallel.values.back() * 2 * min_seconds));
+    // about max(10, 2 * min_seconds) s, and read at its steady rate (after
+    // the first batch): start-up is not what this row is about.
+    auto size = static_cast<int>(std::max(
+      256.0, parallel.values.back() * std::max(10.0, 2 * min_seconds)));
     stoker::node_config run_cfg;
     auto reg = stoker::builtin_registry();
     auto loaded = run_cfg.load(
@@ -310,7 +338,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench: the pipeline failed or lost samples\n");
       return 1;
     }
-    pipeline.values.push_back(report->throughput_sps);
+    pipeline.values.push_back(report->steady_throughput_sps);
     for (auto& w : report->workers)
       if (!std::isnan(w.minor_faults_per_batch))
         worker_faults.push_back(w.minor_faults_per_batch);
@@ -318,6 +346,8 @@ int main(int argc, char** argv) {
       trainer_faults.push_back(report->trainer_minor_faults_per_batch);
     vs_ideal.push_back(pipeline.values.back()
                        / (workers * stage.values.back()));
+    vs_workers.push_back(pipeline.values.back()
+                         / (workers * worker.values.back()));
     vs_parallel.push_back(pipeline.values.back() / parallel.values.back());
     vs_reference.push_back(stage.values.back() / reference.values.back());
     std::fprintf(stderr, "round %d/%d done\n", round + 1, rounds);
@@ -330,6 +360,8 @@ int main(int argc, char** argv) {
   }
   for (auto& v : variants)
     std::printf("%-46s %10.0f\n", v.name.c_str(), median(v.values));
+  if (!kernel.values.empty())
+    std::printf("%-46s %10.0f\n", kernel.name, median(kernel.values));
   if (!bound.values.empty())
     std::printf("%-46s %10.0f\n", bound.name, median(bound.values));
   std::printf("%-46s %10.2f\n", ("  " + variants.front().name.substr(2)
@@ -339,6 +371,9 @@ int main(int argc, char** argv) {
     std::printf("%-46s %10.2f\n", ("  " + variants.front().name.substr(2)
                                      + " / FMA bound").c_str(),
                 median(vs_bound));
+  if (!kernel_vs_bound.empty())
+    std::printf("%-46s %10.2f\n", "  chain alone / FMA bound",
+                median(kernel_vs_bound));
   if (stage_only)
     return 0;
   std::printf("%-46s %10.0f\n", worker.name, median(worker.values));
@@ -354,6 +389,8 @@ int main(int argc, char** argv) {
   std::printf("%-46s %10.0f\n", parallel.name, median(parallel.values));
   std::printf("%-46s %10.2f\n", "  pipeline / (workers x one-core blur stage)",
               median(vs_ideal));
+  std::printf("%-46s %10.2f\n", "  pipeline / (workers x one-core worker)",
+              median(vs_workers));
   std::printf("%-46s %10.2f\n", "  pipeline / blur stage on all threads",
               median(vs_parallel));
   std::printf("%-46s %10s\n", "steady state, minor page faults per batch",

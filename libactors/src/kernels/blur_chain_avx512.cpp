@@ -69,4 +69,94 @@ uint64_t fma_peak_avx512(uint64_t iterations, float* sink) noexcept {
   return avx512::fma_peak(iterations, sink);
 }
 
+namespace {
+
+// Lane p of channel ch's vector is interleaved float 3p + ch of three
+// vectors in a row: from the first two through one two-source permute
+// (index mod 32), the lanes past them (mask `third`) from the third.
+struct interleave3 {
+  __m512i pair[3], from_third[3];
+  __mmask16 third[3];
+  interleave3() {
+    for (int ch = 0; ch < 3; ++ch) {
+      alignas(64) int pair_idx[16], third_idx[16];
+      unsigned mask = 0;
+      for (int p = 0; p < 16; ++p) {
+        int at = 3 * p + ch;
+        pair_idx[p] = at & 31;
+        third_idx[p] = at >= 32 ? at - 32 : 0;
+        mask |= at >= 32 ? 1u << p : 0u;
+      }
+      pair[ch] = _mm512_load_si512(pair_idx);
+      from_third[ch] = _mm512_load_si512(third_idx);
+      third[ch] = static_cast<__mmask16>(mask);
+    }
+  }
+};
+
+// The reverse: lane j of output vector k is pixel (16k + j) / 3's channel
+// (16k + j) % 3: channels 0 and 1 through one two-source permute, channel
+// 2's lanes (mask `blue`) from the third plane.
+struct deinterleave3 {
+  __m512i pair[3], from_blue[3];
+  __mmask16 blue[3];
+  deinterleave3() {
+    for (int k = 0; k < 3; ++k) {
+      alignas(64) int pair_idx[16], blue_idx[16];
+      unsigned mask = 0;
+      for (int j = 0; j < 16; ++j) {
+        int pixel = (16 * k + j) / 3, ch = (16 * k + j) % 3;
+        pair_idx[j] = ch == 1 ? 16 + pixel : pixel;
+        blue_idx[j] = pixel;
+        mask |= ch == 2 ? 1u << j : 0u;
+      }
+      pair[k] = _mm512_load_si512(pair_idx);
+      from_blue[k] = _mm512_load_si512(blue_idx);
+      blue[k] = static_cast<__mmask16>(mask);
+    }
+  }
+};
+
+} // namespace
+
+void hwc3_to_chw_avx512(const float* src, float* dst,
+                        uint64_t pixels) noexcept {
+  const interleave3 m;
+  uint64_t p = 0;
+  for (; p + 16 <= pixels; p += 16) {
+    const float* in = src + 3 * p;
+    auto a = _mm512_loadu_ps(in);
+    auto b = _mm512_loadu_ps(in + 16);
+    auto c = _mm512_loadu_ps(in + 32);
+    for (int ch = 0; ch < 3; ++ch) {
+      auto v = _mm512_permutex2var_ps(a, m.pair[ch], b);
+      v = _mm512_mask_permutexvar_ps(v, m.third[ch], m.from_third[ch], c);
+      _mm512_storeu_ps(dst + ch * pixels + p, v);
+    }
+  }
+  for (; p < pixels; ++p)
+    for (int ch = 0; ch < 3; ++ch)
+      dst[ch * pixels + p] = src[3 * p + ch];
+}
+
+void chw3_to_hwc_avx512(const float* src, float* dst,
+                        uint64_t pixels) noexcept {
+  const deinterleave3 m;
+  uint64_t p = 0;
+  for (; p + 16 <= pixels; p += 16) {
+    auto r = _mm512_loadu_ps(src + p);
+    auto g = _mm512_loadu_ps(src + pixels + p);
+    auto b = _mm512_loadu_ps(src + 2 * pixels + p);
+    float* out = dst + 3 * p;
+    for (int k = 0; k < 3; ++k) {
+      auto v = _mm512_permutex2var_ps(r, m.pair[k], g);
+      v = _mm512_mask_permutexvar_ps(v, m.blue[k], m.from_blue[k], b);
+      _mm512_storeu_ps(out + 16 * k, v);
+    }
+  }
+  for (; p < pixels; ++p)
+    for (int ch = 0; ch < 3; ++ch)
+      dst[3 * p + ch] = src[ch * pixels + p];
+}
+
 } // namespace stoker::detail

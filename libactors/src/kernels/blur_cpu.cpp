@@ -10,6 +10,7 @@
 
 #include "stoker/counter_rng.hpp"
 #include "stoker/errors.hpp"
+#include "kernels/blur_chain.hpp"
 
 namespace stoker {
 
@@ -46,6 +47,10 @@ void blur_taps(const blur_params& p, uint64_t epoch, uint64_t sample,
 
 void hwc_to_chw(const float* src, float* dst, uint32_t height, uint32_t width,
                 uint32_t channels) noexcept {
+  if (channels == 3 && cpu_supports(cpu_isa::avx512)) {
+    detail::hwc3_to_chw_avx512(src, dst, uint64_t{height} * width);
+    return;
+  }
   // One output plane at a time: sequential writes, strided reads, which
   // the compiler vectorizes (much faster than the pixel-outer order).
   size_t plane = size_t{height} * width;
@@ -59,6 +64,10 @@ void hwc_to_chw(const float* src, float* dst, uint32_t height, uint32_t width,
 
 void chw_to_hwc(const float* src, float* dst, uint32_t height, uint32_t width,
                 uint32_t channels) noexcept {
+  if (channels == 3 && cpu_supports(cpu_isa::avx512)) {
+    detail::chw3_to_hwc_avx512(src, dst, uint64_t{height} * width);
+    return;
+  }
   size_t plane = size_t{height} * width;
   for (size_t c = 0; c < channels; ++c) {
     const float* in = src + c * plane;
