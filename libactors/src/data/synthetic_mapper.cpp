@@ -1,6 +1,7 @@
 #include "data/synthetic_mapper.hpp"
 
 #include "stoker/counter_rng.hpp"
+#include "kernels/blur.hpp"
 
 namespace stoker {
 
@@ -29,13 +30,8 @@ void make_synthetic_planes(const synthetic_spec& spec, uint64_t epoch,
   for (size_t start = 0; start < total; start += step) {
     size_t n = total - start < step ? total - start : step;
     rng.fill_standard_normal_at(hwc, start, n);
-    size_t first = start / channels;
-    for (size_t c = 0; c < channels; ++c) {
-      float* dst = out + c * plane + first;
-      const float* src = hwc + c;
-      for (size_t i = 0; i < n / channels; ++i)
-        dst[i] = src[i * channels];
-    }
+    hwc_to_chw_run(hwc, out + start / channels, n / channels,
+                   static_cast<uint32_t>(channels), plane);
   }
 }
 

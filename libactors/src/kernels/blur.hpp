@@ -56,6 +56,13 @@ void chw_to_hwc(const float* src, float* dst, uint32_t height, uint32_t width,
 void hwc_to_chw(const float* src, float* dst, uint32_t height, uint32_t width,
                 uint32_t channels) noexcept;
 
+/// The same for a run of `pixels` interleaved pixels (`channels` each)
+/// inside bigger planes: channel c's values go to dst + c * plane_stride.
+/// hwc_to_chw is the whole image; make_synthetic_planes reorders piece by
+/// piece as its generator writes them.
+void hwc_to_chw_run(const float* src, float* dst, size_t pixels,
+                    uint32_t channels, size_t plane_stride) noexcept;
+
 /// Mirror index with the edge pixel not repeated (`dcba|abcd` -> `cb|abcd`,
 /// OpenCV's BORDER_REFLECT_101); a size of 1 maps everything to 0.
 int reflect101(int i, int size) noexcept;

@@ -47,13 +47,13 @@ void blur_chain_scalar(float* plane, uint32_t h, uint32_t w,
 uint64_t fma_peak_avx512(uint64_t iterations, float* sink) noexcept;
 uint64_t fma_peak_avx2(uint64_t iterations, float* sink) noexcept;
 
-/// ToTensor's reorder of a 3-channel image of `pixels` pixels, HWC `src`
-/// to CHW `dst` (no overlap), and back: 16 pixels at a time through
-/// two-source permutes, where the plain strided loop moves one float at a
-/// time. Only on a CPU that runs AVX-512F (hwc_to_chw and chw_to_hwc pick
-/// them).
-void hwc3_to_chw_avx512(const float* src, float* dst,
-                        uint64_t pixels) noexcept;
+/// ToTensor's reorder of `pixels` 3-channel pixels, HWC `src` to planes
+/// at dst + c * plane_stride (no overlap), and a whole image back: 16
+/// pixels at a time through two-source permutes, where the plain strided
+/// loop moves one float at a time. Only on a CPU that runs AVX-512F
+/// (hwc_to_chw_run and chw_to_hwc pick them).
+void hwc3_to_chw_avx512(const float* src, float* dst, uint64_t pixels,
+                        uint64_t plane_stride) noexcept;
 void chw3_to_hwc_avx512(const float* src, float* dst,
                         uint64_t pixels) noexcept;
 

@@ -119,8 +119,8 @@ struct deinterleave3 {
 
 } // namespace
 
-void hwc3_to_chw_avx512(const float* src, float* dst,
-                        uint64_t pixels) noexcept {
+void hwc3_to_chw_avx512(const float* src, float* dst, uint64_t pixels,
+                        uint64_t plane_stride) noexcept {
   const interleave3 m;
   uint64_t p = 0;
   for (; p + 16 <= pixels; p += 16) {
@@ -131,12 +131,12 @@ void hwc3_to_chw_avx512(const float* src, float* dst,
     for (int ch = 0; ch < 3; ++ch) {
       auto v = _mm512_permutex2var_ps(a, m.pair[ch], b);
       v = _mm512_mask_permutexvar_ps(v, m.third[ch], m.from_third[ch], c);
-      _mm512_storeu_ps(dst + ch * pixels + p, v);
+      _mm512_storeu_ps(dst + ch * plane_stride + p, v);
     }
   }
   for (; p < pixels; ++p)
     for (int ch = 0; ch < 3; ++ch)
-      dst[ch * pixels + p] = src[3 * p + ch];
+      dst[ch * plane_stride + p] = src[3 * p + ch];
 }
 
 void chw3_to_hwc_avx512(const float* src, float* dst,

@@ -45,21 +45,26 @@ void blur_taps(const blur_params& p, uint64_t epoch, uint64_t sample,
   }
 }
 
-void hwc_to_chw(const float* src, float* dst, uint32_t height, uint32_t width,
-                uint32_t channels) noexcept {
+void hwc_to_chw_run(const float* src, float* dst, size_t pixels,
+                    uint32_t channels, size_t plane_stride) noexcept {
   if (channels == 3 && cpu_supports(cpu_isa::avx512)) {
-    detail::hwc3_to_chw_avx512(src, dst, uint64_t{height} * width);
+    detail::hwc3_to_chw_avx512(src, dst, pixels, plane_stride);
     return;
   }
   // One output plane at a time: sequential writes, strided reads, which
   // the compiler vectorizes (much faster than the pixel-outer order).
-  size_t plane = size_t{height} * width;
   for (size_t c = 0; c < channels; ++c) {
-    float* out = dst + c * plane;
+    float* out = dst + c * plane_stride;
     const float* in = src + c;
-    for (size_t px = 0; px < plane; ++px)
+    for (size_t px = 0; px < pixels; ++px)
       out[px] = in[px * channels];
   }
+}
+
+void hwc_to_chw(const float* src, float* dst, uint32_t height, uint32_t width,
+                uint32_t channels) noexcept {
+  size_t plane = size_t{height} * width;
+  hwc_to_chw_run(src, dst, plane, channels, plane);
 }
 
 void chw_to_hwc(const float* src, float* dst, uint32_t height, uint32_t width,
