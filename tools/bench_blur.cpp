@@ -91,7 +91,8 @@ struct row {
 } // namespace
 
 int main(int argc, char** argv) {
-  // --stage-only: the blur stage's rows alone (tools/bench-peer prints them).
+  // --stage-only: the blur stage's rows and the worker's (tools/bench-peer
+  // prints them).
   bool stage_only = argc > 1 && std::string{argv[1]} == "--stage-only";
   if (stage_only) {
     --argc;
@@ -285,10 +286,6 @@ int main(int argc, char** argv) {
     }
     vs_opencv.push_back(variants.front().values.back()
                         / variants.back().values.back());
-    if (stage_only) {
-      std::fprintf(stderr, "round %d/%d done\n", round + 1, rounds);
-      continue;
-    }
     worker.values.push_back(rate(batch, min_seconds, [&](uint64_t i) {
       // What a worker does: its batch_maker (planes made directly,
       // checksummed on the copy where the chain runs), then stamping
@@ -300,6 +297,10 @@ int main(int argc, char** argv) {
         own.buffers = std::make_shared<stoker::buffer_pool>(2);
       own.buffers->release(std::move(b.data));
     }));
+    if (stage_only) {
+      std::fprintf(stderr, "round %d/%d done\n", round + 1, rounds);
+      continue;
+    }
     stepwise.values.push_back(rate(batch, min_seconds, [&](uint64_t i) {
       auto b = stoker::map_synthetic(data, item_of(i, batch),
                                      own.buffers->acquire(0));
@@ -374,9 +375,9 @@ int main(int argc, char** argv) {
   if (!kernel_vs_bound.empty())
     std::printf("%-46s %10.2f\n", "  chain alone / FMA bound",
                 median(kernel_vs_bound));
+  std::printf("%-46s %10.0f\n", worker.name, median(worker.values));
   if (stage_only)
     return 0;
-  std::printf("%-46s %10.0f\n", worker.name, median(worker.values));
   std::printf("%-46s %10.0f\n", stepwise.name, median(stepwise.values));
   std::printf("%-46s %10.2f\n", "  fused / step by step", median(fusion_gain));
   std::printf("%-46s %10.0f\n", reference.name, median(reference.values));
