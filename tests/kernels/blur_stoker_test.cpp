@@ -59,6 +59,26 @@ struct shape {
   uint32_t h, w;
 };
 
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float diff = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i)
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+  return diff;
+}
+
+// The first ISA's result is kept in `first`; every later one must be the
+// same bits.
+void check_same_bits(std::vector<float>& first, const std::vector<float>& got,
+                     cpu_isa isa) {
+  if (first.empty()) {
+    first = got;
+    return;
+  }
+  BOOST_TEST(std::memcmp(first.data(), got.data(), got.size() * sizeof(float))
+               == 0,
+             to_string(isa) << " differs from the widest ISA's bits");
+}
+
 const shape shapes[] = {{1, 1},  {5, 7},   {37, 53}, {2, 300},
                         {300, 2}, {17, 16}, {224, 224}};
 
@@ -210,18 +230,11 @@ BOOST_AUTO_TEST_CASE(an_interleaved_image_through_the_chain_matches_opencv) {
           blur_scratch scratch;
           blur_image_chain(got.data(), h, w, c, taps.data(), 2, kernel, isa,
                            scratch);
-          float diff = 0.0f;
-          for (size_t i = 0; i < got.size(); ++i)
-            diff = std::max(diff, std::abs(got[i] - want[i]));
+          float diff = max_abs_diff(got, want);
           BOOST_TEST(diff <= 1e-5f, to_string(isa) << " " << h << "x" << w
                                                     << "x" << c << ", kernel "
                                                     << kernel << ": " << diff);
-          if (first.empty())
-            first = got;
-          BOOST_TEST(std::memcmp(first.data(), got.data(),
-                                 got.size() * sizeof(float))
-                       == 0,
-                     to_string(isa) << " differs from the widest ISA's bits");
+          check_same_bits(first, got, isa);
         }
       }
 }
@@ -258,16 +271,9 @@ BOOST_AUTO_TEST_CASE(subnormal_taps_match_and_leave_the_float_mode_as_found) {
     blur_image_chain(got.data(), 37, 53, 3, kernel.data(), 1, 11, isa,
                      scratch);
     BOOST_TEST(_mm_getcsr() == before, to_string(isa));
-    float diff = 0.0f;
-    for (size_t i = 0; i < got.size(); ++i)
-      diff = std::max(diff, std::abs(got[i] - want[i]));
+    float diff = max_abs_diff(got, want);
     BOOST_TEST(diff <= 1e-5f, to_string(isa) << ": " << diff);
-    if (first.empty())
-      first = got;
-    BOOST_TEST(std::memcmp(first.data(), got.data(),
-                           got.size() * sizeof(float))
-                 == 0,
-               to_string(isa) << " differs from the widest ISA's bits");
+    check_same_bits(first, got, isa);
   }
 }
 
