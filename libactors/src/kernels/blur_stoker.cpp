@@ -178,7 +178,8 @@ void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch,
   // the chain's strips, the taps: the worker's own, grown once.
   grow(scratch.work, batch.image_elements() + 16);
   float* planes = align64(scratch.work.data());
-  grow(scratch.strips, detail::blur_chain_scratch(batch.height, batch.width, radius) + 16);
+  grow(scratch.strips,
+       detail::blur_chain_scratch(batch.height, batch.width, radius) + 16);
   float* strips = align64(scratch.strips.data());
   grow(scratch.taps, size_t{p.repeat} * p.kernel_size);
   auto& taps = scratch.taps;
