@@ -57,6 +57,21 @@ BOOST_AUTO_TEST_CASE(a_wait_with_batches_queued_does_not_widen) {
   BOOST_TEST(w.size() == 4u);
 }
 
+BOOST_AUTO_TEST_CASE(does_not_widen_while_every_worker_holds_work) {
+  // 4 live workers: 8 items leased and not made is one in the making and
+  // one queued each, so the trainer waits for the workers, not for leases.
+  stoker::inflight_window w{limits(4, 2, 100)};
+  w.on_ack(0, 50 * ms, 8, 0, 4);
+  for (int i = 0; i < 4; ++i)
+    w.on_ack(10 * ms, 50 * ms, 8, 0, 4); // idle 17%, ran dry
+  BOOST_TEST(w.size() == 4u);
+  BOOST_TEST(w.held_workers_full() == 1u);
+  for (int i = 0; i < 4; ++i)
+    w.on_ack(10 * ms, 50 * ms, 7, 0, 4); // a worker has room again
+  BOOST_TEST(w.size() == 5u);
+  BOOST_TEST(w.held_workers_full() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(stays_put_when_idle_is_under_the_target) {
   stoker::inflight_window w{limits(4, 2, 100)};
   w.on_ack(0, 50 * ms, 0);

@@ -26,7 +26,8 @@ inflight_window::inflight_window(const window_limits& limits)
 }
 
 void inflight_window::on_ack(uint64_t wait_ns, uint64_t step_ns,
-                             uint64_t queued_items, uint64_t trainer_backlog) {
+                             uint64_t queued_items, uint64_t trainer_backlog,
+                             uint64_t live_workers) {
   // The first batch's wait is the pipeline filling up, not a shortage.
   if (acks_++ == 0) {
     queued_at_last_decision_ = queued_items;
@@ -36,7 +37,7 @@ void inflight_window::on_ack(uint64_t wait_ns, uint64_t step_ns,
   step_ns_ += step_ns;
   backlog_ = std::min(backlog_, trainer_backlog);
   if ((acks_ - 1) % limits_.period == 0)
-    decide(queued_items);
+    decide(queued_items, live_workers);
 }
 
 uint32_t inflight_window::set_size(uint32_t n, const std::string& why) {
@@ -51,7 +52,7 @@ uint32_t inflight_window::set_size(uint32_t n, const std::string& why) {
   return size_;
 }
 
-void inflight_window::decide(uint64_t queued_items) {
+void inflight_window::decide(uint64_t queued_items, uint64_t live_workers) {
   double total = static_cast<double>(wait_ns_ + step_ns_);
   double idle = total > 0 ? static_cast<double>(wait_ns_) / total : 0.0;
   auto queued_before = queued_at_last_decision_;
@@ -64,7 +65,13 @@ void inflight_window::decide(uint64_t queued_items) {
   // Widen only if the trainer ran dry (no batch in front of it after some
   // step of the period): a wait with batches queued is not a shortage that
   // more leases would fix (e.g. the trainer's thread waiting for a core).
-  if (idle > limits_.idle_target && backlog == 0 && size_ < max_) {
+  // Nor if every worker holds work already: the trainer waits for the
+  // workers, and more leases would only queue at them.
+  bool workers_full = live_workers > 0 && queued_items >= 2 * live_workers;
+  bool ran_dry = idle > limits_.idle_target && backlog == 0;
+  if (ran_dry && workers_full && size_ < max_)
+    ++held_workers_full_;
+  if (ran_dry && !workers_full && size_ < max_) {
     size_ = std::min(max_, size_ + std::max<uint32_t>(1, size_ / 4));
     why = "trainer idle " + percent(idle) + " > target "
           + percent(limits_.idle_target);

@@ -19,8 +19,12 @@ struct window_limits {
 /// not yet acknowledged), adapted to what the trainer reports. Every
 /// `period` acks it looks at the trainer's idle fraction (time waiting for
 /// data over waiting + stepping): above `idle_target`, if the trainer ran
-/// dry during the period, it widens the window by a quarter (at least
-/// one); when the trainer did not wait at all (idle
+/// dry during the period and the workers have room (fewer items leased
+/// and not made than two per live worker: one in the making and one
+/// queued each), it widens the window by a quarter (at least one). Where
+/// every worker already holds work the workers are what the trainer waits
+/// for, and more leases would only queue: memory, latency, and more to
+/// re-lease when a worker dies. When the trainer did not wait at all (idle
 /// under a quarter of the target) while batches queued up in front of it
 /// (two or more waiting at the trainer) or the workers' queues grew, it
 /// narrows it by one: more leases would only wait, holding memory. The
@@ -31,10 +35,11 @@ public:
   explicit inflight_window(const window_limits& limits);
 
   /// One acknowledged batch: the time the trainer waited for it and spent
-  /// on its step, the items leased to workers and not yet made now, and the
-  /// batches waiting at the trainer after its step.
+  /// on its step, the items leased to workers and not yet made now, the
+  /// batches waiting at the trainer after its step, and the live workers
+  /// (0: unknown, the workers' room is not looked at).
   void on_ack(uint64_t wait_ns, uint64_t step_ns, uint64_t queued_items,
-              uint64_t trainer_backlog = 0);
+              uint64_t trainer_backlog = 0, uint64_t live_workers = 0);
 
   /// Batches that may be in flight now.
   uint32_t size() const noexcept { return size_; }
@@ -51,13 +56,15 @@ public:
   const std::string& last_change() const noexcept { return last_change_; }
 
   /// The changes by reason: widened (the trainer waited), narrowed (it
-  /// never did while batches queued), set by hand.
+  /// never did while batches queued), set by hand; and the periods the
+  /// trainer ran dry but every worker already held work (not widened).
   uint32_t widened() const noexcept { return widened_; }
   uint32_t narrowed() const noexcept { return narrowed_; }
   uint32_t set_by_hand() const noexcept { return set_by_hand_; }
+  uint32_t held_workers_full() const noexcept { return held_workers_full_; }
 
 private:
-  void decide(uint64_t queued_items);
+  void decide(uint64_t queued_items, uint64_t live_workers);
 
   uint64_t backlog_ = UINT64_MAX; // least trainer backlog in the period
 
@@ -72,6 +79,7 @@ private:
   uint32_t widened_ = 0;
   uint32_t narrowed_ = 0;
   uint32_t set_by_hand_ = 0;
+  uint32_t held_workers_full_ = 0;
   std::string last_change_;
 };
 

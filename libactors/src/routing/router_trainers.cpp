@@ -237,7 +237,8 @@ void on_ack(router_ptr self, const batch_ack& ack) {
   ++st.period.acks;
   auto queued = st.table.outstanding_items(); // O(1): an ack per batch
   if (slot.window)
-    slot.window->on_ack(ack.wait_ns, ack.step_ns, queued, ack.backlog);
+    slot.window->on_ack(ack.wait_ns, ack.step_ns, queued, ack.backlog,
+                        st.table.alive_workers());
   dispatch(self);
   maybe_finish(self);
 }

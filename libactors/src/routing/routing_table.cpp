@@ -23,6 +23,7 @@ size_t routing_table::add_worker(std::string name, std::string host,
             != trainer_hosts_.end();
   w.last_report_ns = now_ns;
   auto index = workers_.size() - 1;
+  ++alive_;
   by_host_[w.host].push_back(index);
   if (w.local)
     local_.push_back(index);
@@ -111,15 +112,12 @@ void routing_table::on_report(size_t index, uint64_t mailbox_depth,
 
 void routing_table::remove_worker(size_t index) {
   auto& w = workers_.at(index);
+  if (w.alive)
+    --alive_;
   w.alive = false;
   w.local = false;
   outstanding_total_ -= w.outstanding_items;
   w.outstanding_items = w.outstanding_samples = w.mailbox_depth = 0;
-}
-
-size_t routing_table::alive_workers() const noexcept {
-  return static_cast<size_t>(std::count_if(
-    workers_.begin(), workers_.end(), [](auto& w) { return w.alive; }));
 }
 
 size_t routing_table::set_draining(const std::string& name, bool draining) {

@@ -88,8 +88,8 @@ public:
   /// and its outstanding work is forgotten (the router re-leases it).
   void remove_worker(size_t index);
 
-  /// Workers not lost.
-  size_t alive_workers() const noexcept;
+  /// Workers not lost (kept as they change: the router asks on every ack).
+  size_t alive_workers() const noexcept { return alive_; }
 
   /// Items leased and not yet made, over every worker (kept as they
   /// change: the router asks on every ack).
@@ -165,6 +165,7 @@ private:
   size_t next_rr_ = 0;
   double fastest_rate_ = 0.0; // the highest rate_sps of any measured worker
   uint64_t outstanding_total_ = 0; // sum of outstanding_items
+  size_t alive_ = 0;               // workers not lost
   std::unordered_map<std::string, std::vector<size_t>> by_host_;
   std::vector<size_t> local_; // workers on any trainer's machine
 };

@@ -410,7 +410,7 @@ private:
                              : x;
     t.measured = true;
     t.window.on_ack(e.wait_ns, e.step_ns, table_.outstanding_items(),
-                    e.backlog);
+                    e.backlog, table_.alive_workers());
     dispatch();
   }
 
