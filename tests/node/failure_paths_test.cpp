@@ -175,11 +175,12 @@ BOOST_AUTO_TEST_CASE(a_worker_told_to_stop_neither_falls_back_nor_says_so) {
                 "--pipeline.dataset-size=64"}));
   auto trainer = start_member(head.at, "stopped", "trainer", "t-0",
                               {"--trainer.device=sim"});
-  // worker.slowdown is the node's own: ~3 s an item here, which ends after
-  // the head's shutdown reaches the node and before the node stops waiting
-  // for its actors (5 s).
+  // worker.slowdown is the node's own: ~3 s an item here (the blur chain
+  // takes ~15 ms a 1024x1024 image), which ends after the head's shutdown
+  // reaches the node and before the node stops waiting for its actors
+  // (5 s).
   auto worker = start_member(head.at, "stopped", "worker", "w-a",
-                             {"--worker.count=1", "--worker.slowdown=60"});
+                             {"--worker.count=1", "--worker.slowdown=200"});
   BOOST_REQUIRE(wait_for_text(head.proc.log, "running", 30s));
   ::kill(trainer.pid, SIGKILL); // the worker is into its first item
   wait_exit(trainer, 5s);
