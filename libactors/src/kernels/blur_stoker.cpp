@@ -172,30 +172,22 @@ void blur_image_chain(float* hwc, uint32_t height, uint32_t width,
 
 void blur_stage_stoker(const blur_params& p, cpu_isa isa, image_batch& batch,
                        blur_scratch& scratch) {
-  auto run = checked_chain(isa, p.kernel_size);
-  uint32_t radius = p.kernel_size / 2;
-  // The image (aligned rows: no vector load or store splits a cache line),
-  // the chain's strips, the taps: the worker's own, grown once.
-  grow(scratch.work, batch.image_elements() + 16);
-  float* planes = align64(scratch.work.data());
-  grow(scratch.strips,
-       detail::blur_chain_scratch(batch.height, batch.width, radius) + 16);
-  float* strips = align64(scratch.strips.data());
+  checked_chain(isa, p.kernel_size); // refused before any image changes
+  // The image (aligned rows: no vector load or store splits a cache line)
+  // and the taps: the worker's own, grown once, as the chain's strips.
+  float* planes = aligned_work(scratch, batch.image_elements());
   grow(scratch.taps, size_t{p.repeat} * p.kernel_size);
-  auto& taps = scratch.taps;
-  size_t plane = size_t{batch.height} * batch.width;
   // The copy back writes every byte of the batch anyway: it stamps each
   // image's checksum on the way (the worker sends them; a later change of
   // the data, such as a 16-bit wire, must clear them).
   batch.checksums.resize(batch.size());
-  denormals_flushed flushed;
   for (size_t i = 0; i < batch.size(); ++i) {
     float* img = batch.image(i);
     hwc_to_chw(img, planes, batch.height, batch.width, batch.channels);
-    blur_taps(p, batch.epoch, batch.sample_ids[i], taps.data());
-    for (uint32_t c = 0; c < batch.channels; ++c)
-      run(planes + c * plane, batch.height, batch.width, taps.data(),
-          p.repeat, radius, strips);
+    blur_taps(p, batch.epoch, batch.sample_ids[i], scratch.taps.data());
+    blur_planes_chain(planes, batch.height, batch.width, batch.channels,
+                      scratch.taps.data(), p.repeat, p.kernel_size, isa,
+                      scratch);
     batch.checksums[i] = copy_checksum64(img, planes, batch.image_bytes());
   }
 }
