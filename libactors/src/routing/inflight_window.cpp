@@ -68,10 +68,11 @@ void inflight_window::decide(uint64_t queued_items, uint64_t live_workers) {
   // Nor if every worker holds work already: the trainer waits for the
   // workers, and more leases would only queue at them.
   bool workers_full = live_workers > 0 && queued_items >= 2 * live_workers;
-  bool ran_dry = idle > limits_.idle_target && backlog == 0;
-  if (ran_dry && workers_full && size_ < max_)
+  bool would_widen = idle > limits_.idle_target && backlog == 0
+                     && size_ < max_;
+  if (would_widen && workers_full) {
     ++held_workers_full_;
-  if (ran_dry && !workers_full && size_ < max_) {
+  } else if (would_widen) {
     size_ = std::min(max_, size_ + std::max<uint32_t>(1, size_ / 4));
     why = "trainer idle " + percent(idle) + " > target "
           + percent(limits_.idle_target);
