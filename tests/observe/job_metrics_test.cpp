@@ -31,6 +31,7 @@ job_view mid_run() {
   t.in_flight = 3;
   t.window_widened = 2;
   t.window_narrowed = 1;
+  t.window_held_group_waited = 4;
   t.window_last_change = "narrowed 7 -> 6: trainer never waited";
   r.trainers.push_back(t);
   for (auto name : {"w-a/0", "w-b/1"}) {
@@ -104,6 +105,12 @@ BOOST_AUTO_TEST_CASE(counts_come_from_the_actors_in_base_units) {
   BOOST_TEST(s.value("stoker_router_window_changes_total{trainer=\"t-0/0\","
                      "reason=\"narrowed\"}")
              == 1);
+  BOOST_TEST(s.value("stoker_router_window_holds_total{trainer=\"t-0/0\","
+                     "reason=\"group_waited\"}")
+             == 4);
+  BOOST_TEST(s.value("stoker_router_window_holds_total{trainer=\"t-0/0\","
+                     "reason=\"workers_full\"}")
+             == 0);
   BOOST_TEST(s.value("stoker_batches_released_total") == 1);
   BOOST_TEST(s.value("stoker_dropped_copies_total") == 1);
   BOOST_TEST(s.value("stoker_workers_lost_total") == 1);

@@ -108,6 +108,32 @@ BOOST_AUTO_TEST_CASE(narrows_when_batches_wait_in_front_of_the_trainer) {
   BOOST_TEST(w.size() == 9u);
 }
 
+BOOST_AUTO_TEST_CASE(a_group_rank_holds_while_another_rank_waits_for_data) {
+  // Rank ahead of its group: it never waits for data and batches queue in
+  // front of it (it waits at the all-reduce instead). Another rank's idle
+  // above the target holds the window; under it, the window narrows.
+  stoker::inflight_window w{limits(10, 2, 100)};
+  w.on_ack(0, 50 * ms, 0, 0);
+  w.set_group_idle(0.05);
+  for (int i = 0; i < 4; ++i)
+    w.on_ack(0, 50 * ms, 0, 5);
+  BOOST_TEST(w.size() == 10u);
+  BOOST_TEST(w.held_group_waited() == 1u);
+  BOOST_TEST(w.last_idle() == 0.0);
+  w.set_group_idle(0.01);
+  for (int i = 0; i < 4; ++i)
+    w.on_ack(0, 50 * ms, 0, 5);
+  BOOST_TEST(w.size() == 9u);
+  BOOST_TEST(w.held_group_waited() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(reports_its_idle_over_the_last_period) {
+  stoker::inflight_window w{limits(4, 2, 100)};
+  w.on_ack(0, 50 * ms, 0);
+  period(w, 10 * ms, 40 * ms, 0);
+  BOOST_TEST(w.last_idle() == 0.2, boost::test_tools::tolerance(1e-9));
+}
+
 BOOST_AUTO_TEST_CASE(never_passes_the_byte_budget) {
   stoker::inflight_window w{limits(4, 1, 7)};
   BOOST_TEST(w.max() == 7u);

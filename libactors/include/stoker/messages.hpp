@@ -294,6 +294,11 @@ struct trainer_status {
   uint32_t window_widened = 0;
   uint32_t window_narrowed = 0;
   uint32_t window_set = 0; ///< by hand (the console's `set router.window`)
+  /// Decision periods it held instead: the trainer ran dry but every worker
+  /// held two items; it would have narrowed but another rank of its group
+  /// waited for data.
+  uint32_t window_held_workers_full = 0;
+  uint32_t window_held_group_waited = 0;
 };
 
 /// One second (or more, in a long run) of the run, for the report's time
@@ -426,7 +431,8 @@ typename Inspector::result_type inspect(Inspector& f, trainer_status& x) {
   return f(caf::meta::type_name("trainer_status"), x.rank, x.node, x.host,
            x.present, x.window, x.in_flight, x.pending, x.heard_ms_ago,
            x.period_ms, x.wait_ms, x.collective_ms, x.window_last_change,
-           x.window_widened, x.window_narrowed, x.window_set);
+           x.window_widened, x.window_narrowed, x.window_set,
+           x.window_held_workers_full, x.window_held_group_waited);
 }
 
 template <class Inspector>

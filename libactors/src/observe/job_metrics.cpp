@@ -151,6 +151,18 @@ std::string render_metrics(const job_view& job, std::string_view version) {
     m.sample({{"trainer", label}, {"reason", "narrowed"}}, t.window_narrowed);
     m.sample({{"trainer", label}, {"reason", "set"}}, t.window_set);
   }
+  m.family("stoker_router_window_holds_total", metric_kind::counter,
+           "decisions that left a trainer's window as it was, by reason "
+           "(workers_full: the trainer ran dry but every worker held two "
+           "items; group_waited: it never waited, but another rank of its "
+           "group did)");
+  for (auto& t : r.trainers) {
+    auto label = trainer_label(t.node, t.rank);
+    m.sample({{"trainer", label}, {"reason", "workers_full"}},
+             t.window_held_workers_full);
+    m.sample({{"trainer", label}, {"reason", "group_waited"}},
+             t.window_held_group_waited);
+  }
 
   // Workers: the router's view, and their own busy time.
   std::map<std::string, const worker_stats*> own;

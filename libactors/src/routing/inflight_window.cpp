@@ -55,6 +55,7 @@ uint32_t inflight_window::set_size(uint32_t n, const std::string& why) {
 void inflight_window::decide(uint64_t queued_items, uint64_t live_workers) {
   double total = static_cast<double>(wait_ns_ + step_ns_);
   double idle = total > 0 ? static_cast<double>(wait_ns_) / total : 0.0;
+  last_idle_ = idle;
   auto queued_before = queued_at_last_decision_;
   auto backlog = backlog_; // the least: what stood in front all period
   backlog_ = UINT64_MAX;
@@ -70,6 +71,10 @@ void inflight_window::decide(uint64_t queued_items, uint64_t live_workers) {
   bool workers_full = live_workers > 0 && queued_items >= 2 * live_workers;
   bool would_widen = idle > limits_.idle_target && backlog == 0
                      && size_ < max_;
+  // Narrow only if the trainer never waited while batches queued in front
+  // of it or at the workers, and no other rank of its group waited either.
+  bool would_narrow = idle < limits_.idle_target / 4 && size_ > limits_.min
+                      && (backlog >= 2 || queued_items > queued_before);
   if (would_widen && workers_full) {
     ++held_workers_full_;
   } else if (would_widen) {
@@ -78,8 +83,9 @@ void inflight_window::decide(uint64_t queued_items, uint64_t live_workers) {
           + percent(limits_.idle_target);
     if (size_ == max_)
       why += " (at router.max-inflight-bytes)";
-  } else if (idle < limits_.idle_target / 4 && size_ > limits_.min
-             && (backlog >= 2 || queued_items > queued_before)) {
+  } else if (would_narrow && group_idle_ > limits_.idle_target) {
+    ++held_group_waited_;
+  } else if (would_narrow) {
     size_ -= 1;
     why = "trainer never waited (idle " + percent(idle) + ") while ";
     why += backlog >= 2 ? std::to_string(backlog)

@@ -35,6 +35,8 @@ router_status status_of(router_ptr self) {
       ts.window_widened = t.window->widened();
       ts.window_narrowed = t.window->narrowed();
       ts.window_set = t.window->set_by_hand();
+      ts.window_held_workers_full = t.window->held_workers_full();
+      ts.window_held_group_waited = t.window->held_group_waited();
     }
     ts.in_flight = s.book.in_flight(r);
     ts.pending = s.book.pending(r);

@@ -236,9 +236,17 @@ void on_ack(router_ptr self, const batch_ack& ack) {
   st.total_step_ns += ack.step_ns;
   ++st.period.acks;
   auto queued = st.table.outstanding_items(); // O(1): an ack per batch
-  if (slot.window)
+  if (slot.window) {
+    // The group's steps wait for its slowest rank: what another rank
+    // waited for data, this one waited at the all-reduce.
+    double group_idle = 0.0;
+    for (auto& other : st.trainers)
+      if (&other != &slot && other.window)
+        group_idle = std::max(group_idle, other.window->last_idle());
+    slot.window->set_group_idle(group_idle);
     slot.window->on_ack(ack.wait_ns, ack.step_ns, queued, ack.backlog,
                         st.table.alive_workers());
+  }
   dispatch(self);
   maybe_finish(self);
 }

@@ -409,6 +409,13 @@ private:
                                      * t.period_ns
                              : x;
     t.measured = true;
+    // The group's steps wait for its slowest rank: what the others waited
+    // for data, this rank waited at the all-reduce.
+    double group_idle = 0.0;
+    for (uint32_t r = 0; r < trainers_.size(); ++r)
+      if (r != e.who)
+        group_idle = std::max(group_idle, trainers_[r].window.last_idle());
+    t.window.set_group_idle(group_idle);
     t.window.on_ack(e.wait_ns, e.step_ns, table_.outstanding_items(),
                     e.backlog, table_.alive_workers());
     dispatch();
