@@ -240,7 +240,21 @@ int main(int argc, char** argv) {
                  stoker::describe(maker.error()).c_str());
     return 2;
   }
-  stoker::batch_resources own;
+  stoker::batch_resources own; // the step-by-step row's
+  own.buffers = std::make_shared<stoker::buffer_pool>(2);
+  // What a worker does: its batch_maker (planes made directly, checksummed
+  // on the copy where the chain runs), then stamping whatever is left
+  // unstamped; buffers and scratch of its own, reused.
+  auto worker_loop = [&] {
+    return [&, res = stoker::batch_resources{}](uint64_t i) mutable {
+      if (res.buffers == nullptr)
+        res.buffers = std::make_shared<stoker::buffer_pool>(2);
+      auto b = maker->make(item_of(i, batch), 1.0, res);
+      if (b.checksums.size() != b.size())
+        stoker::stamp_checksums(b);
+      res.buffers->release(std::move(b.data));
+    };
+  };
   stoker::node_config cfg;
   caf::actor_system sys{cfg};
   row mapper{"mapper: synthetic standard-normal image", {}};
@@ -258,9 +272,10 @@ int main(int argc, char** argv) {
   row reference{"reference: cv::GaussianBlur on HWC, 10x", {}};
   row transform{"gaussian-blur transform: chain on HWC, 10x", {}};
   row parallel{"blur stage on all workers' threads at once", {}};
+  row parallel_workers{"worker on all workers' threads at once", {}};
   row pipeline{"local pipeline (steady): workers->router->sim", {}};
-  std::vector<double> vs_ideal, vs_workers, vs_parallel, vs_reference,
-    transform_gain;
+  std::vector<double> vs_ideal, vs_workers, vs_parallel, vs_parallel_workers,
+    vs_reference, transform_gain;
   // Minor page faults per batch in the pipeline's steady state (the run
   // report's per-thread figures): fresh buffers on the data path show here.
   std::vector<double> worker_faults, trainer_faults;
@@ -286,17 +301,7 @@ int main(int argc, char** argv) {
     }
     vs_opencv.push_back(variants.front().values.back()
                         / variants.back().values.back());
-    worker.values.push_back(rate(batch, min_seconds, [&](uint64_t i) {
-      // What a worker does: its batch_maker (planes made directly,
-      // checksummed on the copy where the chain runs), then stamping
-      // whatever is left unstamped.
-      auto b = maker->make(item_of(i, batch), 1.0, own);
-      if (b.checksums.size() != b.size())
-        stoker::stamp_checksums(b);
-      if (own.buffers == nullptr)
-        own.buffers = std::make_shared<stoker::buffer_pool>(2);
-      own.buffers->release(std::move(b.data));
-    }));
+    worker.values.push_back(rate(batch, min_seconds, worker_loop()));
     if (stage_only) {
       std::fprintf(stderr, "round %d/%d done\n", round + 1, rounds);
       continue;
@@ -317,6 +322,10 @@ int main(int argc, char** argv) {
     for (double r : parallel_rates(workers, batch, min_seconds, blur_loop))
       par += net(r);
     parallel.values.push_back(par);
+    double par_workers = 0;
+    for (double r : parallel_rates(workers, batch, min_seconds, worker_loop))
+      par_workers += r;
+    parallel_workers.values.push_back(par_workers);
     // The pipeline into a sim trainer taking 1 ms a step, sized to run
     // about max(10, 2 * min_seconds) s, and read at its steady rate (after
     // the first batch): start-up is not what this row is about.
@@ -350,6 +359,8 @@ int main(int argc, char** argv) {
     vs_workers.push_back(pipeline.values.back()
                          / (workers * worker.values.back()));
     vs_parallel.push_back(pipeline.values.back() / parallel.values.back());
+    vs_parallel_workers.push_back(pipeline.values.back()
+                                  / parallel_workers.values.back());
     vs_reference.push_back(stage.values.back() / reference.values.back());
     std::fprintf(stderr, "round %d/%d done\n", round + 1, rounds);
   }
@@ -394,6 +405,10 @@ int main(int argc, char** argv) {
               median(vs_workers));
   std::printf("%-46s %10.2f\n", "  pipeline / blur stage on all threads",
               median(vs_parallel));
+  std::printf("%-46s %10.0f\n", parallel_workers.name,
+              median(parallel_workers.values));
+  std::printf("%-46s %10.2f\n", "  pipeline / worker on all threads",
+              median(vs_parallel_workers));
   std::printf("%-46s %10s\n", "steady state, minor page faults per batch",
               "faults");
   if (!worker_faults.empty())

@@ -48,6 +48,20 @@ BOOST_AUTO_TEST_CASE(names_a_flipped_byte_by_its_sample) {
   BOOST_TEST(msg.find("batch 12") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(rereads_a_batch_made_in_this_process_only_when_asked) {
+  auto b = good_batch();
+  b.data[3] ^= 1;
+  b.same_process = true; // never serialized: checksummed as it was written
+  BOOST_TEST(!check_batch(b, expect));
+  auto strict = expect;
+  strict.checksum_same_process = true; // trainer.check-in-process
+  auto err = check_batch(b, strict);
+  BOOST_TEST(describe(err).find("sample 10: checksum mismatch")
+             != std::string::npos);
+  b.labels[1] = 3; // every other check runs all the same
+  BOOST_TEST(problem(b).find("sample 11 has label 3") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(names_a_wrong_label) {
   auto b = good_batch();
   b.labels[0] = 3;

@@ -62,6 +62,16 @@ BOOST_AUTO_TEST_CASE(header_round_trips_every_field_but_the_data) {
   BOOST_TEST(out.skipped_ids.empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_received_batch_is_never_taken_as_made_in_this_process) {
+  auto batch = sample();
+  batch.same_process = true;
+  image_batch out;
+  out.same_process = true; // a recycled batch object
+  auto err = round_trip(batch, out);
+  BOOST_TEST(!err, describe(err));
+  BOOST_TEST(!out.same_process);
+}
+
 BOOST_AUTO_TEST_CASE(header_carries_the_split_and_skipped_files) {
   auto batch = sample();
   batch.part = split::test;

@@ -325,6 +325,11 @@ std::vector<option_decl> make_table() {
           1000.0,
           "FOR BENCHMARKS AND TESTS: this node's simulated steps take this "
           "many times trainer.sim-step-ms (a slow rank)")
+    .boolean("check-in-process",
+             node_at<&N::trainer, &trainer_local_spec::check_in_process>,
+             "checksum the images of batches made by this process's own "
+             "workers too (they were checksummed as written and never left "
+             "its memory); batches from other processes are always checked")
     // -- trainer: how every trainer trains (the head's)
     .integer("sim-step-ms", pipe_at<&P::trainer, &trainer_spec::sim_step_ms>, 0,
              3600000, "step time of the simulated accelerator, ms")

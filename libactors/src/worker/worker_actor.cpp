@@ -82,6 +82,7 @@ void deliver(worker_ptr self, image_batch&& batch,
     route.port = 0;
     break;
   }
+  batch.same_process = true; // dropped if CAF serializes it (remote)
   self->send(trainer, std::move(batch));
 }
 
