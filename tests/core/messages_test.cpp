@@ -76,12 +76,12 @@ BOOST_AUTO_TEST_CASE(image_batch_round_trips_bit_for_bit) {
   BOOST_TEST(!check_batch(copy, {8, 6, 3, 1000, layout::hwc}));
 }
 
-BOOST_AUTO_TEST_CASE(a_serialized_batch_is_never_taken_as_made_in_this_process) {
+BOOST_AUTO_TEST_CASE(a_serialized_batch_is_never_taken_as_verified) {
   // The flag that spares the trainer's checksum pass must not survive a
   // trip through another process: a peer cannot set it.
   auto batch = sample_batch();
-  batch.same_process = true;
-  BOOST_TEST(!round_trip(batch).same_process);
+  batch.verified_here = true;
+  BOOST_TEST(!round_trip(batch).verified_here);
 }
 
 BOOST_AUTO_TEST_CASE(a_whole_message_round_trips) {

@@ -147,6 +147,29 @@ BOOST_AUTO_TEST_CASE(delivers_batches_whole_and_in_order_over_loopback) {
   BOOST_TEST(listener->frames() == sent.size());
 }
 
+BOOST_AUTO_TEST_CASE(compares_each_image_with_its_checksum_as_it_arrives) {
+  // Marked verified only when every image matched; a batch changed on the
+  // way arrives unmarked, so the trainer's check names its sample.
+  inbox box;
+  auto listener = listen(box, std::make_shared<buffer_pool>());
+  auto sender = batch_sender::connect("127.0.0.1", listener->port(), plain());
+  BOOST_REQUIRE_MESSAGE(sender, (sender ? "" : describe(sender.error())));
+  auto good = sample(1, 6, 224);
+  auto changed = sample(2, 6, 224);
+  changed.data[4 * changed.image_bytes() + 17] ^= 4; // image 4
+  BOOST_REQUIRE(!sender->send(good));
+  BOOST_REQUIRE(!sender->send(changed));
+  BOOST_REQUIRE(box.wait([&] { return box.batches.size() == 2; }));
+  BOOST_TEST(box.batches[0].verified_here);
+  BOOST_TEST(!box.batches[1].verified_here);
+  batch_expectation expect;
+  expect.order = layout::hwc;
+  BOOST_TEST(!check_batch(box.batches[0], expect));
+  auto err = check_batch(box.batches[1], expect);
+  BOOST_TEST(contains(describe(err), "sample 204: checksum mismatch"),
+             describe(err));
+}
+
 BOOST_AUTO_TEST_CASE(received_buffers_come_from_the_pool) {
   inbox box;
   auto pool = std::make_shared<buffer_pool>();

@@ -48,13 +48,13 @@ BOOST_AUTO_TEST_CASE(names_a_flipped_byte_by_its_sample) {
   BOOST_TEST(msg.find("batch 12") != std::string::npos);
 }
 
-BOOST_AUTO_TEST_CASE(rereads_a_batch_made_in_this_process_only_when_asked) {
+BOOST_AUTO_TEST_CASE(rereads_a_batch_verified_here_only_when_asked) {
   auto b = good_batch();
   b.data[3] ^= 1;
-  b.same_process = true; // never serialized: checksummed as it was written
+  b.verified_here = true; // as if checksummed as written, in this process
   BOOST_TEST(!check_batch(b, expect));
   auto strict = expect;
-  strict.checksum_same_process = true; // trainer.check-in-process
+  strict.recheck_verified = true; // trainer.recheck-images
   auto err = check_batch(b, strict);
   BOOST_TEST(describe(err).find("sample 10: checksum mismatch")
              != std::string::npos);

@@ -62,14 +62,14 @@ BOOST_AUTO_TEST_CASE(header_round_trips_every_field_but_the_data) {
   BOOST_TEST(out.skipped_ids.empty());
 }
 
-BOOST_AUTO_TEST_CASE(a_received_batch_is_never_taken_as_made_in_this_process) {
+BOOST_AUTO_TEST_CASE(a_decoded_header_is_never_taken_as_verified) {
   auto batch = sample();
-  batch.same_process = true;
+  batch.verified_here = true;
   image_batch out;
-  out.same_process = true; // a recycled batch object
+  out.verified_here = true; // a recycled batch object
   auto err = round_trip(batch, out);
   BOOST_TEST(!err, describe(err));
-  BOOST_TEST(!out.same_process);
+  BOOST_TEST(!out.verified_here);
 }
 
 BOOST_AUTO_TEST_CASE(header_carries_the_split_and_skipped_files) {

@@ -101,14 +101,15 @@ struct image_batch {
   std::vector<uint64_t> skipped_ids;
   std::vector<std::string> skipped_names; ///< their files, same order
   batch_slot slot; ///< the work item's: which trainer, and when
-  /// Set by the worker that made it when it hands the batch to a trainer
-  /// as a CAF message, and carried only while the batch stays in that
-  /// process: neither the batch frame nor inspect() writes it, so a batch
-  /// that was serialized (another process, any transport) always arrives
-  /// with false. The trainer skips re-reading such a batch's images for
-  /// their checksums unless trainer.check-in-process; every other check
-  /// runs.
-  bool same_process = false;
+  /// The images are known to match `checksums` in this process: taken as
+  /// this process's own worker wrote them (set when it hands the batch to a
+  /// trainer as a CAF message), or compared image by image as the batch
+  /// stream received them (batch_listener, while each image is still in
+  /// cache). Neither the batch frame nor inspect() writes it, so a batch
+  /// from another process arrives with false unless this process compared
+  /// it. The trainer does not re-read such images for their checksums
+  /// unless trainer.recheck-images; every other check runs.
+  bool verified_here = false;
 
   size_t size() const noexcept { return sample_ids.size(); }
   size_t image_elements() const noexcept {

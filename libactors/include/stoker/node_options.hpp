@@ -199,11 +199,9 @@ struct trainer_local_spec {
   /// For benchmarks and tests: simulated steps take this many times
   /// trainer.sim-step-ms on this node (one slow rank of a group).
   double sim_slowdown = 1.0;
-  /// Re-read and checksum the images of batches made by this process's own
-  /// workers too (see image_batch::same_process). Off: those were
-  /// checksummed as they were written, in this process's memory, and never
-  /// crossed a wire; batches from other processes are always checked.
-  bool check_in_process = false;
+  /// The trainer re-reads and checksums every image, also those already
+  /// verified in this process (see image_batch::verified_here).
+  bool recheck_images = false;
 };
 
 // -- one node's own settings -------------------------------------------------

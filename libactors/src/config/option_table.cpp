@@ -325,11 +325,12 @@ std::vector<option_decl> make_table() {
           1000.0,
           "FOR BENCHMARKS AND TESTS: this node's simulated steps take this "
           "many times trainer.sim-step-ms (a slow rank)")
-    .boolean("check-in-process",
-             node_at<&N::trainer, &trainer_local_spec::check_in_process>,
-             "checksum the images of batches made by this process's own "
-             "workers too (they were checksummed as written and never left "
-             "its memory); batches from other processes are always checked")
+    .boolean("recheck-images",
+             node_at<&N::trainer, &trainer_local_spec::recheck_images>,
+             "the trainer checksums every image again before its step, also "
+             "those verified in this process already (checksummed as this "
+             "process's workers wrote them, or compared as the batch stream "
+             "received them)")
     // -- trainer: how every trainer trains (the head's)
     .integer("sim-step-ms", pipe_at<&P::trainer, &trainer_spec::sim_step_ms>, 0,
              3600000, "step time of the simulated accelerator, ms")

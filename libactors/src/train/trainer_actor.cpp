@@ -429,7 +429,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   e.epochs = p.source.epochs;
   e.eval_size = p.source.eval_size;
   e.labels_from_ids = p.data.source.name == "synthetic";
-  e.checksum_same_process = cfg.node.trainer.check_in_process;
+  e.recheck_verified = cfg.node.trainer.recheck_images;
   st.stats.device = st.engine->device();
   st.stats.simulated = st.engine->simulated();
   // The process's progress line replaces the Iteration lines (local run).

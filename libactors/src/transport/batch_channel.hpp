@@ -96,7 +96,11 @@ private:
 /// thread, not hundreds. Every complete, well-formed frame becomes an
 /// image_batch handed to `on_batch` (on the loop's thread; the callee owns
 /// it; its `data` comes from the pool, so give it back with
-/// buffer_pool::release when done). A malformed frame or a peer that
+/// buffer_pool::release when done). Each image is compared with its
+/// checksum as soon as it has arrived, while still in cache; a batch whose
+/// images all match is handed over with `verified_here` set (see
+/// image_batch), one with a mismatch without it, for the trainer's check
+/// to name. A malformed frame or a peer that
 /// speaks another protocol closes that one stream and is reported to
 /// `on_error`; the listener and the other streams go on; so does a stream
 /// refused for its hello or its certificate (counted in refused()). The
@@ -155,6 +159,9 @@ private:
   void event_loop();
   // Reads what stream `s` has; false when it is over (ended or failed).
   bool pump(open_stream& s);
+  // Compares every image of the batch being read that has fully arrived
+  // with its checksum, while it is still in cache.
+  void compare_arrived(open_stream& s);
   // A frame part is complete: on to the next; false on a malformed frame.
   bool advance(open_stream& s);
   void fail(const std::string& peer, const std::string& what);

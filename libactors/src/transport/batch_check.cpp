@@ -56,10 +56,10 @@ caf::error check_batch(const image_batch& b, const batch_expectation& e) {
   if (b.epoch >= e.epochs)
     return bad(b, "epoch " + std::to_string(b.epoch) + ", expected below "
                     + std::to_string(e.epochs));
-  // A batch that never left the process that checksummed it as it wrote
-  // the images: re-reading them (memory-bound) would only find this
-  // process's own bugs, at a tenth of a core on a busy trainer host.
-  bool checksums = !b.same_process || e.checksum_same_process;
+  // Images checksummed as they were written here, or compared as they
+  // arrived: re-reading them (memory-bound, the batch long out of cache)
+  // took a tenth of a core on a busy trainer host.
+  bool checksums = !b.verified_here || e.recheck_verified;
   for (size_t i = 0; i < b.size(); ++i) {
     if (b.sample_ids[i] >= id_bound)
       return bad(b, "sample id " + std::to_string(b.sample_ids[i])

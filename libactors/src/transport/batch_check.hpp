@@ -22,16 +22,16 @@ struct batch_expectation {
   /// Synthetic data: label == id % num_classes; else any label below
   /// num_classes (it comes from the dataset).
   bool labels_from_ids = true;
-  /// Checksum the images of a batch made in this process too (its
-  /// same_process flag); else only those that were serialized.
-  bool checksum_same_process = false;
+  /// Checksum the images of a batch verified in this process already (its
+  /// verified_here flag) too.
+  bool recheck_verified = false;
 };
 
 /// Checks a batch before it is trained on: dtype, layout, shape, buffer
 /// size, epoch and ids within the run (skipped ones too), one label per
 /// sample (id % num_classes for synthetic data, else below num_classes),
-/// and every image's checksum (not for a batch made in this process unless
-/// `checksum_same_process`). A batch of only skipped samples has no
+/// and every image's checksum (not for a batch verified in this process
+/// already, unless `recheck_verified`). A batch of only skipped samples has no
 /// images. Returns errc::bad_batch naming the batch, the field, the value
 /// found and the value expected.
 caf::error check_batch(const image_batch& batch,

@@ -163,7 +163,7 @@ caf::expected<frame_prefix> parse_frame_prefix(const char* bytes,
 caf::error decode_frame_header(const char* header, uint32_t header_bytes,
                                uint64_t data_bytes, image_batch& batch) {
   reader in{header, header_bytes};
-  batch.same_process = false; // it came over a wire
+  batch.verified_here = false; // not until its images are compared
   uint8_t type = 0, order = 0;
   uint32_t count = 0;
   auto truncated = [&](const char* field) {

@@ -11,6 +11,7 @@
 
 #include "stoker/errors.hpp"
 #include "transport/batch_channel.hpp"
+#include "core/checksum.hpp"
 #include "transport/batch_frame.hpp"
 #include "transport/sockets.hpp"
 
@@ -61,6 +62,8 @@ struct batch_listener::open_stream {
   frame_prefix pre;
   std::vector<char> header;
   image_batch batch;
+  size_t compared = 0;   // images of `batch` compared with their checksums
+  bool all_match = true; // and every one of them matched
 
   ~open_stream() {
     tls.reset(); // before the socket it runs on
@@ -370,12 +373,26 @@ bool batch_listener::pump(open_stream& s) {
       return false;
     }
     s.have += n;
+    if (s.at == open_stream::part::data)
+      compare_arrived(s);
     if (s.have == size && !advance(s))
       return false;
     budget -= std::min(budget, n);
     if (budget == 0 && !end.pending())
       return true; // others' turn; level-triggered, so back soon
   }
+}
+
+void batch_listener::compare_arrived(open_stream& s) {
+  auto& b = s.batch;
+  auto bytes = b.image_bytes();
+  if (bytes == 0 || b.checksums.size() != b.size())
+    return; // the trainer's check names what is wrong
+  for (; s.compared < b.size() && (s.compared + 1) * bytes <= s.have;
+       ++s.compared)
+    s.all_match = s.all_match
+                  && checksum64(b.image_data(s.compared), bytes)
+                       == b.checksums[s.compared];
 }
 
 bool batch_listener::advance(open_stream& s) {
@@ -400,11 +417,16 @@ bool batch_listener::advance(open_stream& s) {
         return false;
       }
       s.batch.data = pool_->acquire(s.pre.data_bytes);
+      s.compared = 0;
+      s.all_match = true;
       s.at = open_stream::part::data;
       return s.batch.data.empty() ? advance(s) : true;
     }
     case open_stream::part::data:
       ++frames_;
+      // A mismatch leaves it unverified: the trainer's check names it.
+      s.batch.verified_here = s.all_match && s.compared == s.batch.size()
+                              && s.batch.checksums.size() == s.batch.size();
       on_batch_(std::move(s.batch));
       s.batch = image_batch{};
       s.at = open_stream::part::prefix;

@@ -82,7 +82,8 @@ void deliver(worker_ptr self, image_batch&& batch,
     route.port = 0;
     break;
   }
-  batch.same_process = true; // dropped if CAF serializes it (remote)
+  batch.verified_here = true; // checksummed as written; dropped if CAF
+                              // serializes it (another process)
   self->send(trainer, std::move(batch));
 }
 
