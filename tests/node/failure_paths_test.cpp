@@ -26,12 +26,15 @@ std::string field(const std::string& json, const std::string& key) {
 }
 
 // A local run whose every item takes seconds: 1 image of 1024x1024x3 a
-// batch, the blur work done 100 times (worker.slowdown), a 1 ms sim step.
-std::vector<std::string> slow_items(std::vector<std::string> more) {
+// batch, the blur work done `slowdown` times (worker.slowdown; the chain
+// blurs such an image in ~15 ms here), a 1 ms sim step.
+std::vector<std::string> slow_items(std::vector<std::string> more,
+                                    int slowdown = 100) {
   std::vector<std::string> args = {
     "--trainer.device=sim",     "--trainer.sim-step-ms=1",
     "--pipeline.height=1024",   "--pipeline.width=1024",
-    "--pipeline.batch-size=1",  "--worker.slowdown=100"};
+    "--pipeline.batch-size=1",
+    "--worker.slowdown=" + std::to_string(slowdown)};
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }
@@ -94,12 +97,13 @@ BOOST_AUTO_TEST_CASE(a_batch_no_worker_can_allocate_fails_the_run_at_once) {
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_busy_past_the_heartbeat_timeout_is_not_lost) {
-  // Each item takes seconds, the timeout is one: the worker's pulse says
-  // it is alive while it works.
+  // Each item takes ~4.5 s, the timeout is one: the worker's pulse says
+  // it is alive while it works (a margin a faster machine keeps).
   auto run = start_node(slow_items({"--pipeline.dataset-size=2",
                                     "--worker.count=1",
                                     "--cluster.heartbeat-timeout=1s",
-                                    "--cluster.join-timeout=3s"}),
+                                    "--cluster.join-timeout=3s"},
+                                   300),
                         tmp_path("busy.log"));
   BOOST_TEST(wait_exit(run, 120s) == 0, read_file(run.log));
   auto log = read_file(run.log);

@@ -31,9 +31,9 @@ struct batch_expectation {
 /// size, epoch and ids within the run (skipped ones too), one label per
 /// sample (id % num_classes for synthetic data, else below num_classes),
 /// and every image's checksum (not for a batch verified in this process
-/// already, unless `recheck_verified`). A batch of only skipped samples has no
-/// images. Returns errc::bad_batch naming the batch, the field, the value
-/// found and the value expected.
+/// already, unless `recheck_verified`). A batch of only skipped samples
+/// has no images. Returns errc::bad_batch naming the batch, the field, the
+/// value found and the value expected.
 caf::error check_batch(const image_batch& batch,
                        const batch_expectation& expect);
 

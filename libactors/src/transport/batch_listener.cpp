@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "stoker/errors.hpp"
-#include "transport/batch_channel.hpp"
 #include "core/checksum.hpp"
+#include "transport/batch_channel.hpp"
 #include "transport/batch_frame.hpp"
 #include "transport/sockets.hpp"
 
