@@ -73,12 +73,15 @@ inline void box_muller(uint32_t wr, uint32_t wa, float& z0, float& z1) {
              - 1.6666654611e-1f) * x2 * x + x;
   float c = ((2.443315711809948e-5f * x2 - 1.388731625493765e-3f) * x2
              + 4.166664568298827e-2f) * x2 * x2 - 0.5f * x2 + 1.0f;
-  // angle = q * pi/2 + x: rotate (c, s) by q quarter turns.
-  float swap = to_float(q & 1u);
-  float sin_sign = 1.0f - 2.0f * to_float(q >> 1);
-  float cos_sign = 1.0f - 2.0f * to_float((q ^ (q >> 1)) & 1u);
-  float sin_a = sin_sign * (swap * c + (1.0f - swap) * s);
-  float cos_a = cos_sign * (swap * s + (1.0f - swap) * c);
+  // angle = q * pi/2 + x: rotate (c, s) by q quarter turns, swapping them
+  // and flipping sign bits (selects every target vectorizes as blends and
+  // xors; c > 0 and s is never -0, so these are the bits the arithmetic
+  // form swap * c + (1 - swap) * s, times +-1, gave).
+  bool swap = (q & 1u) != 0;
+  uint32_t sin_flip = (q >> 1) << 31;
+  uint32_t cos_flip = ((q ^ (q >> 1)) & 1u) << 31;
+  float sin_a = float_of(bits_of(swap ? c : s) ^ sin_flip);
+  float cos_a = float_of(bits_of(swap ? s : c) ^ cos_flip);
   z0 = r * cos_a;
   z1 = r * sin_a;
 }
@@ -124,12 +127,15 @@ void normal_chunk_portable(const philox_stream& s, uint32_t first,
 #pragma GCC push_options
 #pragma GCC target("avx2")
 
-// High 32 bits of a 32x32 product, 8 lanes: even lanes from one 64-bit
-// multiply, odd lanes from another, blended.
-static inline __m256i mulhi_avx2(__m256i x, __m256i m) {
-  __m256i even = _mm256_srli_epi64(_mm256_mul_epu32(x, m), 32);
+// Both halves of a 32x32 product, 8 lanes: even lanes from one 64-bit
+// multiply, odd lanes from another, blended (vpmulld for the low half
+// would take two more multiply uops and ten cycles of latency).
+static inline void mul_wide_avx2(__m256i x, __m256i m, __m256i& hi,
+                                 __m256i& lo) {
+  __m256i even = _mm256_mul_epu32(x, m);
   __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(x, 32), m);
-  return _mm256_blend_epi32(even, odd, 0xAA);
+  hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+  lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
 }
 
 void normal_chunk_avx2(const philox_stream& s, uint32_t first, float* out) noexcept {
@@ -144,8 +150,9 @@ void normal_chunk_avx2(const philox_stream& s, uint32_t first, float* out) noexc
     __m256i c3 = _mm256_set1_epi32(static_cast<int>(s.c3));
     uint32_t k0 = s.k0, k1 = s.k1;
     for (int r = 0; r < philox_rounds; ++r) {
-      __m256i hi0 = mulhi_avx2(c0, m0), hi1 = mulhi_avx2(c2, m1);
-      __m256i lo0 = _mm256_mullo_epi32(c0, m0), lo1 = _mm256_mullo_epi32(c2, m1);
+      __m256i hi0, lo0, hi1, lo1;
+      mul_wide_avx2(c0, m0, hi0, lo0);
+      mul_wide_avx2(c2, m1, hi1, lo1);
       c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1),
                             _mm256_set1_epi32(static_cast<int>(k0)));
       c1 = lo1;
@@ -170,10 +177,13 @@ void normal_chunk_avx2(const philox_stream& s, uint32_t first, float* out) noexc
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-static inline __m512i mulhi_avx512(__m512i x, __m512i m) {
-  __m512i even = _mm512_srli_epi64(_mm512_mul_epu32(x, m), 32);
+// Both halves of a 32x32 product, 16 lanes, as mul_wide_avx2.
+static inline void mul_wide_avx512(__m512i x, __m512i m, __m512i& hi,
+                                   __m512i& lo) {
+  __m512i even = _mm512_mul_epu32(x, m);
   __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(x, 32), m);
-  return _mm512_mask_blend_epi32(0xAAAA, even, odd);
+  hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
+  lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
 }
 
 void normal_chunk_avx512(const philox_stream& s, uint32_t first,
@@ -188,8 +198,9 @@ void normal_chunk_avx512(const philox_stream& s, uint32_t first,
   __m512i c3 = _mm512_set1_epi32(static_cast<int>(s.c3));
   uint32_t k0 = s.k0, k1 = s.k1;
   for (int r = 0; r < philox_rounds; ++r) {
-    __m512i hi0 = mulhi_avx512(c0, m0), hi1 = mulhi_avx512(c2, m1);
-    __m512i lo0 = _mm512_mullo_epi32(c0, m0), lo1 = _mm512_mullo_epi32(c2, m1);
+    __m512i hi0, lo0, hi1, lo1;
+    mul_wide_avx512(c0, m0, hi0, lo0);
+    mul_wide_avx512(c2, m1, hi1, lo1);
     c0 = _mm512_ternarylogic_epi32(hi1, c1,
                                    _mm512_set1_epi32(static_cast<int>(k0)),
                                    0x96); // a ^ b ^ c
