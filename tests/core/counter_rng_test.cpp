@@ -51,9 +51,11 @@ BOOST_AUTO_TEST_CASE(every_key_field_changes_the_stream) {
 
 BOOST_AUTO_TEST_CASE(a_shorter_fill_is_a_prefix_of_a_longer_one) {
   stoker::counter_rng rng{{7, 0, 9, rng_stage::sample_pixels}};
-  std::vector<float> longer(300);
+  std::vector<float> longer(1100);
   rng.fill_standard_normal(longer.data(), longer.size());
-  for (size_t n : {1u, 5u, 63u, 64u, 65u, 129u}) {
+  // Across the widest path's 4-chunk groups (256 floats) and the tails.
+  for (size_t n : {1u, 5u, 63u, 64u, 65u, 129u, 255u, 256u, 257u, 511u,
+                   1000u}) {
     std::vector<float> shorter(n);
     rng.fill_standard_normal(shorter.data(), n);
     BOOST_TEST(std::memcmp(shorter.data(), longer.data(), n * sizeof(float))

@@ -102,6 +102,10 @@ void counter_rng::fill_range(float* out, size_t from, size_t n,
   static_assert(chunk == normal_chunk_floats, "chunks as the header says");
   auto first = static_cast<uint32_t>(from / chunk * detail::normal_lanes);
   size_t done = 0;
+  if (path == simd_path::avx512)
+    for (; done + 4 * chunk <= n;
+         done += 4 * chunk, first += 4 * detail::normal_lanes)
+      detail::normal_chunks4_avx512(s, first, out + done);
   for (; done + chunk <= n; done += chunk, first += detail::normal_lanes)
     chunk_of(s, first, out + done);
   if (done < n) {

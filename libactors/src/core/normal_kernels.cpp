@@ -86,21 +86,23 @@ inline void box_muller(uint32_t wr, uint32_t wa, float& z0, float& z1) {
   z1 = r * sin_a;
 }
 
-// The Philox words of 16 blocks, structure of arrays.
+// The Philox words of `n` consecutive blocks, structure of arrays.
+template <unsigned n = lanes>
 struct words {
-  alignas(64) uint32_t a[lanes], b[lanes], c[lanes], d[lanes];
+  alignas(64) uint32_t a[n], b[n], c[n], d[n];
 };
 
-// Box-Muller over 16 blocks, interleaved back to block order. Inlined into
+// Box-Muller over `n` blocks, interleaved back to block order. Inlined into
 // each target's kernel so it is vectorized for that target.
-__attribute__((always_inline)) inline void box_muller_chunk(const words& w,
+template <unsigned n>
+__attribute__((always_inline)) inline void box_muller_chunk(const words<n>& w,
                                                             float* out) {
-  float z[4][lanes];
-  for (unsigned l = 0; l < lanes; ++l) {
+  float z[4][n];
+  for (unsigned l = 0; l < n; ++l) {
     box_muller(w.a[l], w.b[l], z[0][l], z[1][l]);
     box_muller(w.c[l], w.d[l], z[2][l], z[3][l]);
   }
-  for (unsigned l = 0; l < lanes; ++l)
+  for (unsigned l = 0; l < n; ++l)
     for (unsigned k = 0; k < 4; ++k)
       out[4 * l + k] = z[k][l];
 }
@@ -109,7 +111,7 @@ __attribute__((always_inline)) inline void box_muller_chunk(const words& w,
 
 void normal_chunk_portable(const philox_stream& s, uint32_t first,
                            float* out) noexcept {
-  words w;
+  words<> w;
   for (unsigned l = 0; l < lanes; ++l) {
     w.a[l] = first + l;
     w.b[l] = s.stage;
@@ -141,7 +143,7 @@ static inline void mul_wide_avx2(__m256i x, __m256i m, __m256i& hi,
 void normal_chunk_avx2(const philox_stream& s, uint32_t first, float* out) noexcept {
   const __m256i m0 = _mm256_set1_epi32(static_cast<int>(philox_m0));
   const __m256i m1 = _mm256_set1_epi32(static_cast<int>(philox_m1));
-  words w;
+  words<> w;
   for (unsigned half = 0; half < lanes; half += 8) {
     __m256i c0 = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first + half)),
                                   _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -186,38 +188,57 @@ static inline void mul_wide_avx512(__m512i x, __m512i m, __m512i& hi,
   lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
 }
 
-void normal_chunk_avx512(const philox_stream& s, uint32_t first,
-                         float* out) noexcept {
+// Philox on `n` vectors of 16 counters at once (independent chains, so
+// the multiplies' latency overlaps), then Box-Muller on all 16n blocks.
+template <unsigned n>
+__attribute__((always_inline)) inline void normal_blocks_avx512(
+  const philox_stream& s, uint32_t first, float* out) {
   const __m512i m0 = _mm512_set1_epi32(static_cast<int>(philox_m0));
   const __m512i m1 = _mm512_set1_epi32(static_cast<int>(philox_m1));
-  __m512i c0 = _mm512_add_epi32(
-    _mm512_set1_epi32(static_cast<int>(first)),
-    _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-  __m512i c1 = _mm512_set1_epi32(static_cast<int>(s.stage));
-  __m512i c2 = _mm512_set1_epi32(static_cast<int>(s.c2));
-  __m512i c3 = _mm512_set1_epi32(static_cast<int>(s.c3));
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                         11, 12, 13, 14, 15);
+  __m512i c0[n], c1[n], c2[n], c3[n];
+  for (unsigned v = 0; v < n; ++v) {
+    c0[v] = _mm512_add_epi32(
+      _mm512_set1_epi32(static_cast<int>(first + v * lanes)), iota);
+    c1[v] = _mm512_set1_epi32(static_cast<int>(s.stage));
+    c2[v] = _mm512_set1_epi32(static_cast<int>(s.c2));
+    c3[v] = _mm512_set1_epi32(static_cast<int>(s.c3));
+  }
   uint32_t k0 = s.k0, k1 = s.k1;
   for (int r = 0; r < philox_rounds; ++r) {
-    __m512i hi0, lo0, hi1, lo1;
-    mul_wide_avx512(c0, m0, hi0, lo0);
-    mul_wide_avx512(c2, m1, hi1, lo1);
-    c0 = _mm512_ternarylogic_epi32(hi1, c1,
-                                   _mm512_set1_epi32(static_cast<int>(k0)),
-                                   0x96); // a ^ b ^ c
-    c1 = lo1;
-    c2 = _mm512_ternarylogic_epi32(hi0, c3,
-                                   _mm512_set1_epi32(static_cast<int>(k1)),
-                                   0x96);
-    c3 = lo0;
+    const __m512i key0 = _mm512_set1_epi32(static_cast<int>(k0));
+    const __m512i key1 = _mm512_set1_epi32(static_cast<int>(k1));
+    for (unsigned v = 0; v < n; ++v) {
+      __m512i hi0, lo0, hi1, lo1;
+      mul_wide_avx512(c0[v], m0, hi0, lo0);
+      mul_wide_avx512(c2[v], m1, hi1, lo1);
+      c0[v] = _mm512_ternarylogic_epi32(hi1, c1[v], key0, 0x96); // a^b^c
+      c1[v] = lo1;
+      c2[v] = _mm512_ternarylogic_epi32(hi0, c3[v], key1, 0x96);
+      c3[v] = lo0;
+    }
     k0 += philox_w0;
     k1 += philox_w1;
   }
-  words w;
-  _mm512_store_si512(w.a, c0);
-  _mm512_store_si512(w.b, c1);
-  _mm512_store_si512(w.c, c2);
-  _mm512_store_si512(w.d, c3);
+  words<n * lanes> w;
+  for (unsigned v = 0; v < n; ++v) {
+    _mm512_store_si512(w.a + v * lanes, c0[v]);
+    _mm512_store_si512(w.b + v * lanes, c1[v]);
+    _mm512_store_si512(w.c + v * lanes, c2[v]);
+    _mm512_store_si512(w.d + v * lanes, c3[v]);
+  }
   box_muller_chunk(w, out);
+}
+
+void normal_chunk_avx512(const philox_stream& s, uint32_t first,
+                         float* out) noexcept {
+  normal_blocks_avx512<1>(s, first, out);
+}
+
+void normal_chunks4_avx512(const philox_stream& s, uint32_t first,
+                           float* out) noexcept {
+  normal_blocks_avx512<4>(s, first, out);
 }
 
 #pragma GCC diagnostic pop
@@ -233,6 +254,12 @@ void normal_chunk_avx2(const philox_stream& s, uint32_t first,
 void normal_chunk_avx512(const philox_stream& s, uint32_t first,
                          float* out) noexcept {
   normal_chunk_portable(s, first, out);
+}
+
+void normal_chunks4_avx512(const philox_stream& s, uint32_t first,
+                           float* out) noexcept {
+  for (unsigned c = 0; c < 4; ++c)
+    normal_chunk_portable(s, first + c * lanes, out + c * 4 * lanes);
 }
 
 #endif
