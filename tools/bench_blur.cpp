@@ -246,9 +246,9 @@ int main(int argc, char** argv) {
   // on the copy where the chain runs), then stamping whatever is left
   // unstamped; buffers and scratch of its own, reused.
   auto worker_loop = [&] {
-    return [&, res = stoker::batch_resources{}](uint64_t i) mutable {
-      if (res.buffers == nullptr)
-        res.buffers = std::make_shared<stoker::buffer_pool>(2);
+    stoker::batch_resources res;
+    res.buffers = std::make_shared<stoker::buffer_pool>(2);
+    return [&, res](uint64_t i) mutable {
       auto b = maker->make(item_of(i, batch), 1.0, res);
       if (b.checksums.size() != b.size())
         stoker::stamp_checksums(b);
