@@ -104,6 +104,69 @@ BOOST_AUTO_TEST_CASE(a_group_resumes_from_rank_0s_checkpoint) {
   BOOST_TEST(again->batches_leased == 2u * 2);   // steps 41 and 42
 }
 
+// A group's checkpoint holds each rank's cursor of a plan made for its
+// size: resumed by another number of trainers, some batches would be
+// trained twice (one trainer took rank 0's cursor only and reported
+// "duplicates 0"). Refused by name before anything starts, for fewer and
+// for more trainers.
+BOOST_AUTO_TEST_CASE(another_group_size_is_refused_before_the_run_starts) {
+  scratch_dir dir{"dp-ckpt-size"};
+  auto args = two_sim_trainers("partial");
+  args.push_back("--trainer.checkpoint-dir=" + dir.path);
+  args.push_back("--trainer.checkpoint-every=8");
+  auto first = run(args);
+  BOOST_REQUIRE_MESSAGE(first, why(first));
+  args.push_back("--resume");
+  for (auto count : {"1", "3"}) {
+    auto again = args;
+    again.push_back(std::string{"--trainer.count="} + count);
+    auto r = run(again);
+    BOOST_REQUIRE_MESSAGE(!r, "count " << count << " resumed");
+    BOOST_TEST(is(r.error(), errc::invalid_config), why(r));
+    BOOST_TEST(why(r).find("saved by a data-parallel group of 2 trainer(s), "
+                           "this run has "
+                           + std::string{count})
+                 != std::string::npos,
+               why(r));
+  }
+}
+
+// The same in a cluster: a lone trainer node started with --resume on a
+// two-rank group's checkpoint. The head refuses the run once the group
+// would form, before leasing anything, and every node exits 2 (no trainer
+// restarts).
+BOOST_AUTO_TEST_CASE(a_cluster_refuses_a_checkpoint_of_another_group_size) {
+  scratch_dir dir{"dp-ckpt-node"};
+  std::vector<std::string> run_args = {
+    "--pipeline.dataset-size=1000", "--pipeline.batch-size=24",
+    "--pipeline.epochs=2", "--pipeline.last-batch=partial"};
+  auto local = two_sim_trainers("partial");
+  local.push_back("--trainer.checkpoint-dir=" + dir.path);
+  local.push_back("--trainer.checkpoint-every=8");
+  auto first = run(local);
+  BOOST_REQUIRE_MESSAGE(first, why(first));
+  auto head_args = with_small(run_args);
+  head_args.push_back("--cluster.nodes=[\"t:trainer\", \"w:worker:1\"]");
+  auto head = start_head("dp-size", head_args);
+  auto trainer_args = with_small({"--trainer.checkpoint-dir=" + dir.path,
+                                  "--trainer.checkpoint-every=8",
+                                  "--resume"});
+  auto t = start_member(head.at, "dp-size", "trainer", "t", trainer_args);
+  auto w = start_member(head.at, "dp-size", "worker", "w", small);
+  BOOST_TEST(wait_exit(head.proc, 60s) == 2, read_file(head.proc.log));
+  BOOST_TEST(read_file(head.proc.log)
+                 .find("the checkpoint of trainer node 't' (rank 0's "
+                       "trainer.checkpoint-dir, the group's) was saved by a "
+                       "data-parallel group of 2 trainer(s), this run has 1")
+               != std::string::npos,
+             read_file(head.proc.log));
+  BOOST_TEST(wait_exit(t, 20s) == 2, read_file(t.log));
+  BOOST_TEST(read_file(t.log).find("the head refused the run")
+               != std::string::npos,
+             read_file(t.log));
+  BOOST_TEST(wait_exit(w, 20s) != -1);
+}
+
 // kill -9 of one trainer node of a group that saves checkpoints, then the
 // node started again with --resume: the group goes back to rank 0's last
 // checkpoint (the surviving node starts its trainer again) and every

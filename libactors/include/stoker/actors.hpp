@@ -216,6 +216,10 @@ struct trainer_endpoint {
   /// What a batch stream's hello must carry: a random secret per run,
   /// handed to workers over CAF (so a stranger cannot inject batches).
   std::string stream_token;
+  /// Started with --resume: the size of the group that saved the
+  /// checkpoint it would resume (1: a lone trainer's); 0: none. Rank 0's
+  /// must match the group that forms, or the head refuses the run.
+  uint32_t resume_world = 0;
 };
 
 /// What a node says when it joins.
@@ -266,7 +270,7 @@ struct roster {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_endpoint& x) {
   return f(caf::meta::type_name("trainer_endpoint"), x.node, x.index, x.host,
-           x.port, x.data_port, x.stream_token);
+           x.port, x.data_port, x.stream_token, x.resume_world);
 }
 
 template <class Inspector>
@@ -291,6 +295,18 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, roster& x) {
   return f(caf::meta::type_name("roster"), x.nodes, x.missing, x.controls,
            x.workers, x.trainers, x.trainer_places);
+}
+
+/// The head's word to every node that the run will not start, and why (a
+/// setting that cannot work, found once the nodes joined): each node says
+/// it and exits 2 when the `shutdown` that follows comes.
+struct run_refusal {
+  std::string reason;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_refusal& x) {
+  return f(caf::meta::type_name("run_refusal"), x.reason);
 }
 
 using hello_atom = caf::atom_constant<caf::atom("hello")>;

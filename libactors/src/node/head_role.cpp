@@ -20,6 +20,7 @@
 #include "observe/progress_line.hpp"
 #include "routing/router_actor.hpp"
 #include "routing/source_actor.hpp"
+#include "train/checkpoint.hpp"
 #include "train/collective.hpp"
 
 namespace stoker {
@@ -87,6 +88,15 @@ form_group(caf::scoped_actor& self, const run_config& cfg,
            < std::tie(places[b].node, places[b].index);
   });
   auto world = static_cast<uint32_t>(order.size());
+  // Rank 0's checkpoint is the group's: one of another group's size is
+  // refused before anything is leased (each rank would take a cursor of
+  // another plan).
+  if (auto& lead = places[order.front()]; lead.resume_world != 0)
+    if (auto err = check_resume_world(
+          lead.resume_world, world,
+          "of trainer node '" + lead.node
+            + "' (rank 0's trainer.checkpoint-dir, the group's)"))
+      return err;
   std::unique_ptr<collective_store> store;
   if (world > 1) {
     auto started = collective_store::start(cfg.node.cluster.bind, 0);
@@ -277,10 +287,15 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   }
   auto group = form_group(self, cfg, router, front_door, members);
   if (!group) {
-    std::cerr << "stoker-node: " << describe(group.error()) << std::endl;
+    bool refused = is(group.error(), errc::invalid_config);
+    std::cerr << "stoker-node: " << (refused ? "refused: " : "")
+              << describe(group.error()) << std::endl;
+    if (refused)
+      for (auto& control : members.controls)
+        self->send(control, run_refusal{describe(group.error())});
     shut_down_nodes(self, members);
     stop();
-    return 1;
+    return refused ? 2 : 1;
   }
   std::cout << "head: " << members.nodes.size()
             << " node(s) joined, running" << std::endl;

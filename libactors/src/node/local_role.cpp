@@ -57,6 +57,12 @@ console_target local_console_target(const run_config& cfg,
 caf::expected<run_report>
 run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
           std::shared_ptr<const tls_context> serving_tls) {
+  // The data-parallel group: trainer.count trainers in this process.
+  auto world = trainers_on_node(cfg.node.trainer);
+  // A checkpoint that cannot resume this run is refused before anything
+  // starts (exit 2), not after the trainers found out.
+  if (auto err = check_resume(cfg, world))
+    return err;
   epoch_source plan{cfg.pipeline.source};
   auto source = spawn_source(sys, cfg.pipeline.source);
   auto router = spawn_router(sys, source, cfg.pipeline.router,
@@ -72,9 +78,7 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
     for (auto& t : trainers)
       stop(t);
   };
-  // The data-parallel group: trainer.count trainers in this process,
-  // meeting at a store of their own on loopback.
-  auto world = trainers_on_node(cfg.node.trainer);
+  // The group's trainers meet at a store of their own on loopback.
   caf::error failure;
   self->request(router, caf::infinite, world_atom::value, world)
     .receive([](group_plan&) {}, [&](caf::error& err) { failure = err; });

@@ -217,6 +217,8 @@ start_trainers(caf::actor_system& sys, caf::scoped_actor& self,
   std::vector<trainer_actor> trainers;
   std::vector<trainer_endpoint> places;
   auto count = trainers_on_node(cfg.node.trainer);
+  // The head checks rank 0's against the group that forms.
+  auto resume_world = resume_world_of(cfg);
   for (uint32_t i = 0; i < count; ++i) {
     auto started = start_trainer(sys, cfg, w.router, reg, i, local, links);
     if (!started) {
@@ -224,6 +226,8 @@ start_trainers(caf::actor_system& sys, caf::scoped_actor& self,
         self->send_exit(a, caf::exit_reason::user_shutdown);
       return std::move(started.error());
     }
+    started->second.resume_world = resume_world;
+    local.places.back().resume_world = resume_world;
     self->monitor(started->first);
     local.indices.push_back(i);
     trainers.push_back(std::move(started->first));
@@ -383,6 +387,11 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
           return done_atom::value;
         },
         [&](ping_atom) {},
+        [&](run_refusal& refusal) {
+          std::cerr << "stoker-node: the head refused the run: "
+                    << refusal.reason << std::endl;
+          code = 2;
+        },
         [&](trainer_endpoint& t) {
           // A trainer joined after this worker node: connect, and give every
           // local worker its batch stream.
@@ -420,7 +429,9 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
             return;
           auto k = static_cast<size_t>(at - local->actors.begin());
           auto index = local->indices[k];
-          if (world <= 1 || mine.node.trainer.checkpoint_dir.empty()) {
+          // One refused for a setting would be refused again.
+          if (world <= 1 || mine.node.trainer.checkpoint_dir.empty()
+              || is(msg.reason, errc::invalid_config)) {
             if (msg.reason && msg.reason != caf::exit_reason::user_shutdown)
               std::cerr << "stoker-node: trainer " << cfg.node.name << "/"
                         << index << " stopped: " << describe(msg.reason)

@@ -125,9 +125,12 @@ void print_banner(const run_config& cfg) {
 int finish_run(const caf::expected<run_report>& report,
                const run_config& cfg) {
   if (!report) {
-    std::cerr << "stoker-node: run failed: " << describe(report.error())
-              << std::endl;
-    return 1;
+    // A setting that cannot work is refused before the run (exit 2, as
+    // for a bad config file); anything else failed the run (exit 1).
+    bool refused = is(report.error(), errc::invalid_config);
+    std::cerr << "stoker-node: " << (refused ? "refused: " : "run failed: ")
+              << describe(report.error()) << std::endl;
+    return refused ? 2 : 1;
   }
   auto& r = *report;
   if (r.status == "failed") {

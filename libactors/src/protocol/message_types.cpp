@@ -44,6 +44,7 @@ void register_message_types(caf::actor_system_config& cfg) {
     .add_message_type<std::vector<node_row>>("std::vector<stoker::node_row>")
     .add_message_type<welcome>("stoker::welcome")
     .add_message_type<roster>("stoker::roster")
+    .add_message_type<run_refusal>("stoker::run_refusal")
     .add_message_type<std::vector<worker_actor>>(
       "std::vector<stoker::worker_actor>")
     .add_message_type<std::vector<trainer_actor>>(

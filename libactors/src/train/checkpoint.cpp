@@ -193,4 +193,23 @@ caf::error check_resumable(const run_identity& saved,
   return caf::none;
 }
 
+uint32_t checkpoint_world(const checkpoint& ckpt) noexcept {
+  return ckpt.ranks.empty() ? 1u : static_cast<uint32_t>(ckpt.ranks.size());
+}
+
+caf::error check_resume_world(uint32_t saved, uint32_t world,
+                              const std::string& where) {
+  if (saved == world)
+    return caf::none;
+  return make_error(
+    errc::invalid_config,
+    "--resume: the checkpoint " + where + " was saved by a data-parallel "
+      "group of " + std::to_string(saved) + " trainer(s), this run has "
+      + std::to_string(world) + "; each rank trained its own batches of a "
+        "plan that depends on the group's size, so another size would train "
+        "some of them twice; expected " + std::to_string(saved)
+      + " trainer(s) (trainer.count, on every trainer node), or a new run "
+        "without --resume");
+}
+
 } // namespace stoker

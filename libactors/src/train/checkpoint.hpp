@@ -64,4 +64,17 @@ caf::expected<checkpoint> read_checkpoint(const std::string& dir);
 /// (errc::invalid_config) names the first setting that differs.
 caf::error check_resumable(const run_identity& saved, const run_identity& now);
 
+/// The size of the group that saved `ckpt`: its ranks' cursors, or 1 for a
+/// lone trainer's file.
+uint32_t checkpoint_world(const checkpoint& ckpt) noexcept;
+
+/// Whether a checkpoint saved by a group of `saved` trainers (`where`
+/// names it) may resume a group of `world`. A group's file holds each
+/// rank's cursor, and each rank trained its own batches of an epoch plan
+/// that depends on the group's size: any other size would train a rank's
+/// batches again, or never. The error (errc::invalid_config) names both
+/// sizes and the key that sets them.
+caf::error check_resume_world(uint32_t saved, uint32_t world,
+                              const std::string& where);
+
 } // namespace stoker

@@ -406,6 +406,9 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   hello.resumed = resumed != nullptr;
   hello.gpu_blur = st.gpu_blur != nullptr;
   if (resumed) {
+    st.lone_resume_refused = check_resume_world(
+      checkpoint_world(*resumed), 1,
+      "in " + checkpoint_path(cfg.node.trainer.checkpoint_dir));
     st.ledger->restore(resumed->ledger_bits, resumed->delivered,
                        resumed->duplicates);
     st.consumed.restore(resumed->done_below, resumed->done_ids);
@@ -520,6 +523,26 @@ open_gpu_blur(const run_config& cfg) {
 }
 
 } // namespace
+
+caf::error check_resume(const run_config& cfg, uint32_t world) {
+  if (!cfg.node.resume)
+    return caf::none;
+  auto& dir = cfg.node.trainer.checkpoint_dir;
+  auto loaded = read_checkpoint(dir);
+  if (!loaded)
+    return std::move(loaded.error());
+  if (auto err = check_resumable(loaded->run, identity_of(cfg)))
+    return err;
+  return check_resume_world(checkpoint_world(*loaded), world,
+                            "in " + checkpoint_path(dir));
+}
+
+uint32_t resume_world_of(const run_config& cfg) {
+  if (!cfg.node.resume || cfg.node.trainer.checkpoint_dir.empty())
+    return 0;
+  auto loaded = read_checkpoint(cfg.node.trainer.checkpoint_dir);
+  return loaded ? checkpoint_world(*loaded) : 0;
+}
 
 caf::expected<trainer_actor>
 spawn_trainer(caf::actor_system& sys, const run_config& cfg,

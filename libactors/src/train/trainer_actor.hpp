@@ -35,4 +35,17 @@ spawn_trainer(caf::actor_system& sys, const run_config& cfg,
               uint32_t local_index = 0,
               bool defer_missing_checkpoint = false);
 
+/// With --resume, whether the checkpoint in trainer.checkpoint-dir may
+/// resume this run as a group of `world` trainers: it is there, of the
+/// same run (check_resumable) and of a group of that size
+/// (check_resume_world). Reads the file; called before anything starts, so
+/// a refusal (errc::invalid_config, exit 2) costs nothing. None without
+/// --resume.
+caf::error check_resume(const run_config& cfg, uint32_t world);
+
+/// The size of the group whose checkpoint a trainer node started with
+/// --resume would resume (checkpoint_world); 0 without --resume or without
+/// a readable checkpoint (a rank of a group needs none of its own).
+uint32_t resume_world_of(const run_config& cfg);
+
 } // namespace stoker

@@ -225,6 +225,9 @@ bool join_group(trainer_ptr self, group_spec g) {
     // A lone trainer started with --resume needs its own checkpoint.
     self->quit(s.resume_missing);
     return false;
+  } else if (s.lone_resume_refused) {
+    self->quit(s.lone_resume_refused);
+    return false;
   }
   s.hello.rank = g.rank;
   s.hello.world = g.world;

@@ -90,6 +90,10 @@ struct trainer_state {
   // trainer (said at the join), none for a rank of a group (rank 0's
   // checkpoint has every rank's state).
   caf::error resume_missing;
+  // The checkpoint loaded with --resume is a group's: fatal if this
+  // trainer turns out to be alone (check_resume_world), as its ledger and
+  // ids would be rank 0's only.
+  caf::error lone_resume_refused;
   struct epoch_sums {
     double loss = 0.0;
     uint64_t steps = 0;
