@@ -36,7 +36,9 @@ run_report example() {
   router.window_max = 27;
   router.window_changes = 1;
   router.window_last_change = "widened 4 -> 6: trainer idle 5.0% > target 2.0%";
+  router.finished = true;
   trainer_stats trainer;
+  trainer.grouped = true;
   trainer.device = "sim";
   trainer.simulated = true;
   trainer.steps = 4;
@@ -109,6 +111,7 @@ BOOST_AUTO_TEST_CASE(carries_the_placement_and_its_reasons) {
   router.placement_last_change = "GPU share 12.5% -> 25.0%: saturated";
   router.placement_reason = "auto: holding";
   trainer_stats trainer;
+  trainer.grouped = true;
   trainer.gpu_blurred_batches = 11;
   auto json = to_json(make_report(router, trainer, {}));
   BOOST_TEST(json.find("\"placement\": \"auto\",") != std::string::npos);
@@ -145,8 +148,10 @@ BOOST_AUTO_TEST_CASE(a_groups_ledgers_merge_and_each_rank_has_its_line) {
   router.samples_expected = 16;
   router.wall_ns = 1'000'000'000;
   router.plan.samples_dropped = 4;
+  router.plan.world = 2;
   auto rank = [](uint32_t r, std::vector<uint8_t> bits) {
     trainer_stats t;
+    t.grouped = true;
     t.rank = r;
     t.node = r == 0 ? "t-a" : "t-b";
     t.device = "sim";
@@ -183,6 +188,60 @@ BOOST_AUTO_TEST_CASE(a_groups_ledgers_merge_and_each_rank_has_its_line) {
   auto json = to_json(r);
   BOOST_TEST(json.find("\"trainers\": [") != std::string::npos, json);
   BOOST_TEST(json.find("\"accelerator_idle_max\": 0.3") != std::string::npos);
+}
+
+// The report is the group that ran: a trainer its node started beyond the
+// group's ranks is no rank (it said "world 3" with an empty rank), and a
+// rank that did not answer (a failed run: hung in a collective) is named
+// from the router's view, not left out ("world 1, steps 0").
+BOOST_AUTO_TEST_CASE(describes_the_group_that_ran_and_no_other_trainer) {
+  router_summary router;
+  router.samples_expected = 16;
+  router.plan.world = 2;
+  router.finished = true;
+  router.ranks = {rank_summary{"t-a", 5}, rank_summary{"t-b", 4}};
+  trainer_stats a;
+  a.grouped = true;
+  a.node = "t-a";
+  a.steps = 5;
+  trainer_stats b = a;
+  b.rank = 1;
+  b.node = "t-b";
+  trainer_stats extra; // its node ran one more trainer than the group had
+  extra.node = "t-b";
+  auto r = make_report(router, {a, b, extra}, {});
+  BOOST_TEST(r.world == 2u);
+  BOOST_REQUIRE(r.trainers.size() == 2u);
+  BOOST_TEST(r.trainers[1].node == "t-b");
+  BOOST_TEST(r.trainers[1].answered);
+  // A failed run where rank 1 cannot answer and rank 0 can.
+  auto failed = make_failed_report(router, {a}, {}, "rank 1 hung");
+  BOOST_TEST(failed.world == 2u);
+  BOOST_REQUIRE(failed.trainers.size() == 2u);
+  BOOST_TEST(failed.trainers[1].node == "t-b");
+  BOOST_TEST(!failed.trainers[1].answered);
+  BOOST_TEST(failed.trainers[1].steps == 4u); // as the router saw them
+  BOOST_TEST(failed.steps == 5u);
+  // Neither answers: the steps and nodes are still the group's.
+  auto silent = make_failed_report(router, {}, {}, "both hung");
+  BOOST_TEST(silent.world == 2u);
+  BOOST_REQUIRE(silent.trainers.size() == 2u);
+  BOOST_TEST(silent.trainers[0].node == "t-a");
+  BOOST_TEST(silent.steps == 5u);
+  BOOST_TEST(to_json(silent).find("\"answered\": false") != std::string::npos);
+}
+
+// A report asked for mid-run (/api/state, the console's stats --json) says
+// the run is running; "ok" only once it ended well.
+BOOST_AUTO_TEST_CASE(a_run_that_has_not_ended_is_running_not_ok) {
+  router_summary router;
+  trainer_stats t;
+  t.grouped = true;
+  BOOST_TEST(make_report(router, t, {}).status == "running");
+  router.finished = true;
+  BOOST_TEST(make_report(router, t, {}).status == "ok");
+  router.stopped_by = "console: shutdown";
+  BOOST_TEST(make_report(router, t, {}).status == "stopped");
 }
 
 BOOST_AUTO_TEST_CASE(cost_and_cpu_use_come_per_host_from_the_nodes) {
@@ -239,6 +298,7 @@ BOOST_AUTO_TEST_CASE(start_up_and_the_steady_rate_are_apart) {
   router.first_ack_ns = 500'000'000; // the first batch after 0.5 s
   router.first_ack_samples = 64;
   trainer_stats trainer;
+  trainer.grouped = true;
   trainer.samples_delivered = trainer.unique_samples = 256;
   auto r = make_report(router, trainer, {});
   BOOST_TEST(r.time_to_first_batch_s == 0.5);

@@ -206,6 +206,9 @@ BOOST_AUTO_TEST_CASE(a_killed_rank_restarted_with_resume_resumes_the_group) {
                         read_file(head.proc.log));
   auto args = with_dir(b.path);
   args.push_back("--resume");
+  // One trainer more than the node had: the extra one is no rank of the
+  // group, gets no work and is not in the report.
+  args.push_back("--trainer.count=2");
   auto tb2 = start_member(head.at, "dp-resume", "trainer", "t-b", args);
   BOOST_TEST(wait_exit(head.proc, 120s) == 0, read_file(head.proc.log)
                                                  << read_file(ta.log)
@@ -215,6 +218,16 @@ BOOST_AUTO_TEST_CASE(a_killed_rank_restarted_with_resume_resumes_the_group) {
   auto json = read_file(report);
   BOOST_TEST(report_number(json, "missing") == 0, json);
   BOOST_TEST(report_number(json, "duplicates") == 0, json);
+  BOOST_TEST(report_number(json, "world") == 2, json);
+  std::regex entry{R"re("rank": \d+, "node")re"};
+  BOOST_TEST(std::distance(std::sregex_iterator{json.begin(), json.end(),
+                                                entry},
+                           std::sregex_iterator{})
+               == 2,
+             json);
+  BOOST_TEST(read_file(head.proc.log).find("t-b/1 is not a rank of the group")
+               != std::string::npos,
+             read_file(head.proc.log));
   BOOST_TEST(read_file(ta.log).find("rank 0 resumed from the group's "
                                     "checkpoint")
                != std::string::npos,

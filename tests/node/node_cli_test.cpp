@@ -159,8 +159,8 @@ BOOST_AUTO_TEST_CASE(gpu_placement_without_a_gpu_fails_naming_why_and_auto_runs_
     BOOST_TEST_MESSAGE("a CUDA device is here: blur_cuda covers gpu");
   } else {
     auto o = run_node(small_run + " --pipeline.placement=gpu");
-    BOOST_TEST(o.exit_code == 1); // the run cannot start here
-    BOOST_TEST(mentions(o, "run failed"));
+    BOOST_TEST(o.exit_code == 2); // a setting this machine cannot run
+    BOOST_TEST(mentions(o, "refused: pipeline.placement"));
     BOOST_TEST(mentions(o, "pipeline.placement = \"gpu\": CUDA blur on "
                            "device 0"));
   }

@@ -44,6 +44,7 @@ job_view mid_run() {
     r.workers.push_back(w);
   }
   trainer_stats ts;
+  ts.grouped = true;
   ts.node = "t-0";
   ts.steps = 9;
   ts.samples_delivered = 288;

@@ -234,6 +234,9 @@ struct worker_stats {
   uint64_t steady_faults = 0;
   uint64_t steady_batches = 0;
   node_usage usage; ///< its node process's, when asked
+  /// It holds a rank of the group (its group_spec came): a trainer its
+  /// node started beyond the group's ranks holds none and is no rank.
+  bool grouped = false;
 };
 
 /// Counters of one trainer, for the run report.
@@ -273,6 +276,9 @@ struct trainer_stats {
   uint64_t batches_received = 0; ///< every batch that arrived (copies too)
   uint64_t bytes_received = 0;   ///< their image bytes, as on the wire
   node_usage usage; ///< its node process's, when asked
+  /// It holds a rank of the group (its group_spec came): a trainer its
+  /// node started beyond the group's ranks holds none and is no rank.
+  bool grouped = false;
 };
 
 /// What a run of a data-parallel group of `world` trainers does per the
@@ -321,6 +327,14 @@ struct series_point {
 };
 
 /// What the router knows when a run ends.
+/// One rank of the group as the router saw it: the report names every
+/// rank of the group that ran, also one that cannot answer (hung in a
+/// collective, gone).
+struct rank_summary {
+  std::string node;
+  uint64_t batches_acked = 0; ///< its batches acknowledged (steps taken)
+};
+
 struct router_summary {
   std::string policy;
   uint64_t batches_leased = 0;
@@ -356,6 +370,10 @@ struct router_summary {
   /// and the samples in it (what the steady rate leaves out).
   uint64_t first_ack_ns = 0;
   uint64_t first_ack_samples = 0;
+  /// The run has ended (its answer was given): the report's status is
+  /// "running" until then.
+  bool finished = false;
+  std::vector<rank_summary> ranks; ///< by rank: the group that ran
 };
 
 /// One worker as the router sees it now (for the console).
@@ -468,7 +486,7 @@ typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
            x.epoch_test_accuracy, x.gpu_blurred_batches, x.steady_faults,
            x.steady_batches, x.rank, x.node, x.collective_ns,
            x.padded_samples, x.ledger_bits, x.batches_received,
-           x.bytes_received, x.usage);
+           x.bytes_received, x.usage, x.grouped);
 }
 
 template <class Inspector>
@@ -497,7 +515,13 @@ typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
            x.window_changes, x.window_last_change, x.placement, x.gpu_share,
            x.batches_gpu_blur, x.placement_changes, x.placement_last_change,
            x.placement_reason, x.series, x.lease_to_ack_ms_p50,
-           x.lease_to_ack_ms_p99, x.first_ack_ns, x.first_ack_samples);
+           x.lease_to_ack_ms_p99, x.first_ack_ns, x.first_ack_samples,
+           x.finished, x.ranks);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rank_summary& x) {
+  return f(caf::meta::type_name("rank_summary"), x.node, x.batches_acked);
 }
 
 template <class Inspector>

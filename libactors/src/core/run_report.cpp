@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <fcntl.h>
@@ -56,11 +57,26 @@ run_report make_report(const router_summary& router,
                        std::vector<trainer_stats> trainers,
                        const std::vector<worker_stats>& workers) {
   run_report r;
-  std::sort(trainers.begin(), trainers.end(),
-            [](auto& a, auto& b) { return a.rank < b.rank; });
-  if (trainers.empty())
-    trainers.emplace_back();
-  auto& lead = trainers.front(); // rank 0: its losses, accuracy, device
+  // The group that ran: one trainer per rank as the router gave them. A
+  // trainer that holds no rank (its node started more than the group has)
+  // is left out; of a rank's trainers (one restarted) the one furthest on
+  // counts. A rank whose trainer did not answer (hung in a collective,
+  // gone) is named from the router's view.
+  auto world = std::max<uint32_t>(1, router.plan.world);
+  std::vector<std::optional<trainer_stats>> by_rank(world);
+  for (auto& t : trainers) {
+    if (!t.grouped || t.rank >= world)
+      continue;
+    auto& slot = by_rank[t.rank];
+    if (!slot || slot->steps < t.steps)
+      slot = std::move(t);
+  }
+  trainers.clear();
+  for (auto& t : by_rank)
+    if (t)
+      trainers.push_back(*t);
+  trainer_stats absent; // rank 0 did not answer
+  auto& lead = by_rank.front() ? trainers.front() : absent;
   trainer_stats sum;
   for (auto& t : trainers) {
     sum.samples_delivered += t.samples_delivered;
@@ -80,7 +96,7 @@ run_report make_report(const router_summary& router,
       if (sum.skipped_examples.size() < 10)
         sum.skipped_examples.push_back(x);
   }
-  r.world = static_cast<uint32_t>(trainers.size());
+  r.world = world;
   uint64_t unique = sum.unique_samples;
   uint64_t cross = 0;
   if (trainers.size() > 1)
@@ -90,7 +106,11 @@ run_report make_report(const router_summary& router,
   r.missing = router.samples_expected > unique
                 ? router.samples_expected - unique
                 : 0;
-  r.steps = lead.steps; // global steps: every rank takes each one
+  // Global steps (every rank takes each one): rank 0's, or what the
+  // router saw it take.
+  r.steps = by_rank.front()       ? lead.steps
+            : router.ranks.empty() ? 0
+                                   : router.ranks.front().batches_acked;
   r.wall_s = static_cast<double>(router.wall_ns) * 1e-9;
   r.time_to_first_batch_s = static_cast<double>(router.first_ack_ns) * 1e-9;
   if (router.first_ack_ns > 0 && router.wall_ns > router.first_ack_ns
@@ -105,7 +125,19 @@ run_report make_report(const router_summary& router,
   r.throughput_sps
     = r.wall_s > 0 ? static_cast<double>(this_run) / r.wall_s : 0;
   double idle_sum = 0.0;
-  for (auto& t : trainers) {
+  for (uint32_t rank = 0; rank < world; ++rank) {
+    if (!by_rank[rank]) {
+      trainer_entry e;
+      e.rank = rank;
+      e.answered = false;
+      if (rank < router.ranks.size()) {
+        e.node = router.ranks[rank].node;
+        e.steps = router.ranks[rank].batches_acked;
+      }
+      r.trainers.push_back(std::move(e));
+      continue;
+    }
+    auto& t = *by_rank[rank];
     trainer_entry e;
     e.rank = t.rank;
     e.node = t.node;
@@ -131,16 +163,23 @@ run_report make_report(const router_summary& router,
       r.exposed_data_wait_ms_per_step, e.data_wait_ms_per_step);
     r.trainers.push_back(std::move(e));
   }
-  r.accelerator_idle_fraction = idle_sum / static_cast<double>(trainers.size());
-  if (r.trainers.size() > 1) {
+  r.accelerator_idle_fraction
+    = trainers.empty() ? 0.0
+                       : idle_sum / static_cast<double>(trainers.size());
+  std::vector<const trainer_entry*> measured_ranks;
+  for (auto& e : r.trainers)
+    if (e.answered)
+      measured_ranks.push_back(&e);
+  if (measured_ranks.size() > 1) {
     std::vector<double> compute;
-    for (auto& e : r.trainers)
-      compute.push_back(e.compute_ms_per_step);
-    auto slowest = std::max_element(r.trainers.begin(), r.trainers.end(),
-                                    [](auto& a, auto& b) {
-                                      return a.compute_ms_per_step
-                                             < b.compute_ms_per_step;
-                                    });
+    for (auto* e : measured_ranks)
+      compute.push_back(e->compute_ms_per_step);
+    auto slowest = *std::max_element(measured_ranks.begin(),
+                                     measured_ranks.end(),
+                                     [](auto* a, auto* b) {
+                                       return a->compute_ms_per_step
+                                              < b->compute_ms_per_step;
+                                     });
     std::nth_element(compute.begin(), compute.begin() + compute.size() / 2,
                      compute.end());
     std::ostringstream text;
@@ -180,7 +219,9 @@ run_report make_report(const router_summary& router,
   r.placement_changes = router.placement_changes;
   r.placement_last_change = router.placement_last_change;
   r.placement_reason = router.placement_reason;
-  r.status = router.stopped_by.empty() ? "ok" : "stopped";
+  r.status = !router.stopped_by.empty() ? "stopped"
+             : router.finished           ? "ok"
+                                         : "running";
   r.rejected_batches = sum.rejected_batches;
   r.first_error = sum.first_error;
   r.skipped_files = sum.skipped_samples;
@@ -217,7 +258,9 @@ run_report make_failed_report(const router_summary& so_far,
                               const std::vector<worker_stats>& workers,
                               const std::string& why) {
   auto r = make_report(so_far, trainers, workers);
-  if (trainers.empty()) {
+  bool none_answered = std::none_of(r.trainers.begin(), r.trainers.end(),
+                                    [](auto& t) { return t.answered; });
+  if (none_answered) {
     r.samples_delivered = so_far.samples_acked;
     r.missing = so_far.samples_expected
                 - std::min(so_far.samples_expected, so_far.samples_acked);
@@ -347,7 +390,8 @@ std::string to_json(const run_report& r) {
         << json_number(t.data_wait_ms_per_step) << ", \"compute_ms_per_step\": "
         << json_number(t.compute_ms_per_step)
         << ", \"collective_ms_per_step\": "
-        << json_number(t.collective_ms_per_step) << "}";
+        << json_number(t.collective_ms_per_step)
+        << ", \"answered\": " << (t.answered ? "true" : "false") << "}";
   }
   out << (r.trainers.empty() ? "],\n" : "\n  ],\n");
   // One point a line: t, samples/s, idle, window, busy workers.

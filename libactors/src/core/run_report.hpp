@@ -34,6 +34,10 @@ struct trainer_entry {
   double data_wait_ms_per_step = 0.0;
   double compute_ms_per_step = 0.0;
   double collective_ms_per_step = 0.0;
+  /// It gave its counters; false: a rank that could not answer (hung in a
+  /// collective, gone), named from the router's view, steps as the router
+  /// saw them acknowledged and nothing else measured.
+  bool answered = true;
 };
 
 /// One machine of the run: its nodes' CPU use and what it costs.

@@ -25,6 +25,9 @@ void register_message_types(caf::actor_system_config& cfg) {
       "std::vector<stoker::trainer_status>")
     .add_message_type<trainer_stats>("stoker::trainer_stats")
     .add_message_type<router_summary>("stoker::router_summary")
+    .add_message_type<rank_summary>("stoker::rank_summary")
+    .add_message_type<std::vector<rank_summary>>(
+      "std::vector<stoker::rank_summary>")
     .add_message_type<router_status>("stoker::router_status")
     .add_message_type<worker_status>("stoker::worker_status")
     .add_message_type<std::vector<worker_status>>(

@@ -35,6 +35,9 @@ router_summary router_state::current_summary() const {
   out.batches_gpu_blur = c.gpu_blur;
   out.samples_acked = c.acked_samples;
   out.policy = to_string(table.policy());
+  out.ranks.clear();
+  for (auto& t : trainers)
+    out.ranks.push_back(rank_summary{t.node, t.acked});
   // Rank 0's window (each rank has its own: the console shows them all).
   if (!trainers.empty() && trainers[0].window) {
     auto& w = *trainers[0].window;
@@ -149,6 +152,7 @@ void maybe_finish(router_ptr self) {
                     << std::endl;
   }
   st.offer_series(true);
+  st.summary.finished = true;
   auto summary = st.current_summary();
   summary.series = st.series.points();
   summary.wall_ns = static_cast<uint64_t>(

@@ -44,6 +44,7 @@ struct trainer_slot {
   bool measured = false;
   bool checkpoints = false; // its hello: it saves (rank 0: the group's)
   uint64_t resume_seq = 0;  // its hello: trained below this seq before
+  uint64_t acked = 0;       // its batches acknowledged, over the run
 };
 
 struct router_state {

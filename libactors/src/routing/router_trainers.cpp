@@ -192,6 +192,7 @@ void on_ack(router_ptr self, const batch_ack& ack) {
   auto took = st.book.ack(ack.batch_id, now);
   if (!took)
     return; // a late answer for a batch acknowledged already
+  ++slot.acked;
   st.lease_to_ack.add(*took);
   if (st.summary.first_ack_ns == 0 && st.run_requested) {
     st.summary.first_ack_ns = std::max<uint64_t>(

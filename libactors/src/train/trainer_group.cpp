@@ -185,6 +185,7 @@ bool join_group(trainer_ptr self, group_spec g) {
   s.grouped = true;
   s.stats.rank = g.rank;
   s.stats.node = g.node;
+  s.stats.grouped = true;
   epoch_plan plan{p.source, g.world};
   s.spec.total_steps = plan.total_steps();
   // A lone trainer may run its batches out of order: the gate counts the
