@@ -80,6 +80,28 @@ BOOST_AUTO_TEST_CASE(membership_names_who_is_missing) {
   BOOST_TEST(m.complete());
 }
 
+// A node is silent once it answered a ping and then none for the
+// timeout; said once per silence, and never before its first answer.
+BOOST_AUTO_TEST_CASE(membership_says_once_which_node_went_silent) {
+  stoker::membership m{{"a", "b"}};
+  BOOST_REQUIRE(!m.join("a"));
+  BOOST_REQUIRE(!m.join("b"));
+  BOOST_TEST(m.newly_silent(100'000, 5000).empty()); // none answered yet
+  m.heard("a", 1000);
+  m.heard("b", 1000);
+  m.heard("a", 5000);
+  BOOST_TEST(m.newly_silent(6000, 5000).empty());
+  auto quiet = m.newly_silent(6500, 5000);
+  BOOST_REQUIRE(quiet.size() == 1u);
+  BOOST_TEST(quiet[0].name == "b");
+  BOOST_TEST(quiet[0].silent_ms == 5500);
+  BOOST_TEST(m.newly_silent(9000, 5000).empty()); // said already
+  m.heard("b", 9000); // back: judged again from here
+  BOOST_TEST(m.newly_silent(10'500, 5000).size() == 1u); // "a" now
+  m.leave("b");
+  BOOST_TEST(m.newly_silent(20'000, 5000).empty());
+}
+
 BOOST_AUTO_TEST_CASE(launched_cluster_delivers_every_sample_once) {
   auto report = tmp_path("report.json");
   auto log = tmp_path("launch.log");

@@ -300,6 +300,41 @@ BOOST_AUTO_TEST_CASE(a_killed_trainer_ends_the_run_naming_its_rank) {
   wait_exit(tb, 1s);
 }
 
+// kill -STOP of one rank: its process keeps its connections open and the
+// other rank waits for it in a collective. The run fails naming the rank
+// that stopped answering (its node's heartbeats stopped), not the one that
+// waited and timed out.
+BOOST_AUTO_TEST_CASE(a_stopped_rank_is_named_not_the_one_waiting_for_it) {
+  auto args = with_small({"--cluster.nodes=[\"t-a:trainer\", "
+                          "\"t-b:trainer\", \"w-a:worker:2\"]",
+                          "--pipeline.dataset-size=100000",
+                          "--pipeline.batch-size=8",
+                          "--trainer.sim-step-ms=10", "--trainer.log-every=10",
+                          "--cluster.heartbeat-timeout=2s",
+                          "--trainer.collective-timeout=30s"});
+  auto head = start_head("dp-stop", args);
+  auto member = with_small({"--trainer.collective-timeout=30s"});
+  auto ta = start_member(head.at, "dp-stop", "trainer", "t-a", member);
+  auto tb = start_member(head.at, "dp-stop", "trainer", "t-b", member);
+  auto wa = start_member(head.at, "dp-stop", "worker", "w-a", small);
+  BOOST_REQUIRE_MESSAGE(wait_for_text(ta.log, "Iteration 20", 60s),
+                        read_file(ta.log) << read_file(head.proc.log));
+  ::kill(tb.pid, SIGSTOP);
+  auto t0 = std::chrono::steady_clock::now();
+  BOOST_TEST(wait_exit(head.proc, 25s) == 1, read_file(head.proc.log));
+  auto log = read_file(head.proc.log);
+  BOOST_TEST(log.find("trainer rank 1 on node 't-b' stopped answering")
+               != std::string::npos,
+             log);
+  BOOST_TEST(log.find("rank 0 on node 't-a' exited") == std::string::npos,
+             log);
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 < 20s)); // not 30 s
+  ::kill(tb.pid, SIGKILL);
+  wait_exit(tb, 5s);
+  BOOST_TEST(wait_exit(ta, 40s) != -1, read_file(ta.log));
+  BOOST_TEST(wait_exit(wa, 30s) != -1, read_file(wa.log));
+}
+
 // A trainer that stops before its hello (here: --resume on a node with
 // no checkpoint) is lost like any: the head names why and exits 1 instead
 // of waiting for it.

@@ -187,8 +187,36 @@ typename Inspector::result_type inspect(Inspector& f, window_change& x) {
 /// data-parallel group's size: it tells the source and answers with the
 /// group's plan; nothing is leased until a trainer of every
 /// rank has said hello. Runs on the scheduler: it must answer in ms.
+/// The head's membership actor to the router: a node that answered the
+/// head's pings has not for `silent_ms`, over cluster.heartbeat-timeout
+/// (hung, stopped, cut off). Its trainers' ranks are lost: in a group the
+/// others would only wait for them in a collective, and then the wrong
+/// rank would seem to fail.
+struct node_silent {
+  std::string node;
+  uint64_t silent_ms = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_silent& x) {
+  return f(caf::meta::type_name("node_silent"), x.node, x.silent_ms);
+}
+
+/// A node's answer to the head's `ping` (its main thread, which never
+/// blocks on training: a rank hung in a collective still answers, a
+/// stopped process does not).
+struct node_alive {
+  std::string node;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_alive& x) {
+  return f(caf::meta::type_name("node_alive"), x.node);
+}
+
 using router_actor = caf::typed_actor<
   caf::reacts_to<worker_join>,
+  caf::reacts_to<node_silent>,
   caf::reacts_to<credit_atom, trainer_actor, trainer_hello>,
   caf::reacts_to<group_spec, trainer_actor>,
   caf::reacts_to<batch_ack>,
@@ -330,7 +358,9 @@ using ping_atom = caf::atom_constant<caf::atom("ping")>;
 /// and worker nodes get the endpoint of every trainer that joins after
 /// them. On `tick` (to itself) it sends `ping` to every node's control, a
 /// fifth of cluster.heartbeat-timeout apart: a node that hears nothing
-/// from the head for the whole timeout knows the head is hung. Runs on the
+/// from the head for the whole timeout knows the head is hung. Each node
+/// answers with `node_alive`; one that answered before and has not for
+/// the whole timeout is told to the router (`node_silent`). Runs on the
 /// scheduler.
 using membership_actor = caf::typed_actor<
   caf::replies_to<hello_atom, node_info>::with<welcome>,
@@ -341,6 +371,7 @@ using membership_actor = caf::typed_actor<
   caf::replies_to<wait_atom>::with<roster>,
   caf::replies_to<roster_atom>::with<roster>,
   caf::replies_to<nodes_atom>::with<std::vector<node_row>>,
+  caf::reacts_to<node_alive>,
   caf::reacts_to<tick_atom>>;
 
 /// Registers every message type of messages.hpp and of this header (and

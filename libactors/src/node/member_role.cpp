@@ -386,7 +386,11 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
           running = false;
           return done_atom::value;
         },
-        [&](ping_atom) {},
+        [&](ping_atom) {
+          // Answered from this thread, which never trains: a rank hung in
+          // a collective still answers, a stopped process does not.
+          self->send(*head, node_alive{cfg.node.name});
+        },
         [&](run_refusal& refusal) {
           std::cerr << "stoker-node: the head refused the run: "
                     << refusal.reason << std::endl;

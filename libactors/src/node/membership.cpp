@@ -28,6 +28,24 @@ caf::error membership::join(const std::string& name) {
 void membership::leave(const std::string& name) {
   joined_.erase(std::remove(joined_.begin(), joined_.end(), name),
                 joined_.end());
+  heard_.erase(name);
+}
+
+void membership::heard(const std::string& name, int64_t now_ms) {
+  auto& h = heard_[name];
+  h.last_ms = now_ms;
+  h.said = false;
+}
+
+std::vector<membership::silence> membership::newly_silent(int64_t now_ms,
+                                                          int64_t limit_ms) {
+  std::vector<silence> out;
+  for (auto& [name, h] : heard_)
+    if (!h.said && now_ms - h.last_ms > limit_ms) {
+      h.said = true;
+      out.push_back(silence{name, now_ms - h.last_ms});
+    }
+  return out;
 }
 
 bool membership::complete() const {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,9 +34,30 @@ public:
 
   const std::vector<std::string>& joined() const noexcept { return joined_; }
 
+  /// Records that `name` answered the head's ping at `now_ms` (any
+  /// monotonic clock in milliseconds).
+  void heard(const std::string& name, int64_t now_ms);
+
+  /// A node that answered a ping once and none since for over `limit_ms`,
+  /// and how long: each silence is said once (until the node is heard
+  /// again). A node that never answered yet (still starting: opening its
+  /// data, loading a model) is not judged. A process stopped with
+  /// kill -STOP keeps its connections open, so only silence tells.
+  struct silence {
+    std::string name;
+    int64_t silent_ms = 0;
+  };
+  std::vector<silence> newly_silent(int64_t now_ms, int64_t limit_ms);
+
 private:
+  struct heartbeat {
+    int64_t last_ms = 0;
+    bool said = false; // its silence was reported
+  };
+
   std::vector<std::string> expected_;
   std::vector<std::string> joined_;
+  std::map<std::string, heartbeat> heard_;
 };
 
 } // namespace stoker

@@ -43,6 +43,12 @@ struct membership_state {
 
 using membership_ptr = membership_actor::stateful_pointer<membership_state>;
 
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::steady_clock::now().time_since_epoch())
+    .count();
+}
+
 welcome welcome_of(membership_ptr self) {
   welcome w;
   w.pipeline = self->state.pipeline;
@@ -264,9 +270,27 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
       return s.waiting_for_all.back();
     },
     [=](tick_atom) {
-      for (auto& control : self->state.current.controls)
+      auto& s = self->state;
+      for (auto& control : s.current.controls)
         caf::anon_send(control, ping_atom::value);
-      self->delayed_send(self, self->state.ping_interval, tick_atom::value);
+      // A node stopped (kill -STOP) or cut off keeps its connection: only
+      // its silence tells. The router loses its trainers' ranks now, so a
+      // group's failure names it, not the rank left waiting for it.
+      auto limit = s.pipeline.router.heartbeat_timeout.count();
+      for (auto& quiet : s.members.newly_silent(now_ms(), limit)) {
+        std::cout << "head: node '" << quiet.name << "' has not answered for "
+                  << quiet.silent_ms << " ms (cluster.heartbeat-timeout = "
+                  << limit << " ms): hung, stopped or cut off" << std::endl;
+        self->send(s.router,
+                   node_silent{quiet.name,
+                               static_cast<uint64_t>(quiet.silent_ms)});
+      }
+      self->delayed_send(self, s.ping_interval, tick_atom::value);
+    },
+    [=](node_alive& alive) {
+      auto& s = self->state;
+      if (s.members.contains(alive.node))
+        s.members.heard(alive.node, now_ms());
     },
     [=](nodes_atom) { return self->state.rows; },
     [=](roster_atom) {

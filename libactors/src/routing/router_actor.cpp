@@ -454,6 +454,32 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       s.trainers[g.rank].given = addr;
       s.trainers[g.rank].node = g.node;
     },
+    [=](const node_silent& quiet) {
+      auto& s = self->state;
+      if (s.run_requested && !s.run_promise.pending())
+        return; // the run is over
+      for (uint32_t rank = 0; rank < s.trainers.size(); ++rank) {
+        auto& t = s.trainers[rank];
+        if (t.node != quiet.node || (!t.actor && !t.given))
+          continue;
+        // It cannot say so itself: its exit, if it ever comes, is expected.
+        auto addr = t.actor ? caf::actor_cast<caf::actor_addr>(t.actor)
+                            : t.given;
+        s.retired.insert(addr);
+        if (t.actor)
+          self->send_exit(t.actor, caf::exit_reason::user_shutdown);
+        lose_trainer(self, rank,
+                     "its node has not answered the head for "
+                       + std::to_string(quiet.silent_ms)
+                       + " ms, over cluster.heartbeat-timeout ("
+                       + std::to_string(s.spec.heartbeat_timeout.count())
+                       + " ms): hung, stopped or cut off",
+                     "stopped answering");
+        if (s.trainers[rank].given == addr) // a group that fails keeps it
+          s.trainers[rank].given = caf::actor_addr{};
+      }
+      maybe_finish(self);
+    },
     [=](const batch_ack& ack) { on_ack(self, ack); },
     [=](done_atom, const worker_actor& worker, const worker_report& report) {
       on_report(self, worker, report);

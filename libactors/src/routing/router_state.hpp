@@ -145,8 +145,11 @@ void write_journal(router_ptr self, bool now = false);
 void trainer_joined(router_ptr self, trainer_actor trainer,
                     const trainer_hello& hello);
 
-/// The trainer of rank `rank` exited (router_trainers.cpp).
-void lose_trainer(router_ptr self, uint32_t rank, const std::string& why);
+/// The trainer of rank `rank` is gone: `event` says how ("exited before
+/// the run ended", "stopped answering"), `why` the reason if known
+/// (router_trainers.cpp).
+void lose_trainer(router_ptr self, uint32_t rank, const std::string& why,
+                  const std::string& event = "exited before the run ended");
 
 /// A trainer acknowledged a batch (router_trainers.cpp).
 void on_ack(router_ptr self, const batch_ack& ack);

@@ -15,7 +15,8 @@ namespace stoker::detail {
 // moves until a trainer says hello); otherwise the run ends with the
 // reason. In a group of several ranks the others cannot step without it:
 // the run ends at once, naming it, before they time out in a collective.
-void lose_trainer(router_ptr self, uint32_t rank, const std::string& why) {
+void lose_trainer(router_ptr self, uint32_t rank, const std::string& why,
+                  const std::string& event) {
   auto& st = self->state;
   auto& slot = st.trainers[rank];
   if (st.world() > 1 && st.scope == router_scope::cluster
@@ -36,7 +37,7 @@ void lose_trainer(router_ptr self, uint32_t rank, const std::string& why) {
     }
     auto waiting = st.book.lose_trainer(st.now_ns());
     caf::aout(self) << "router: trainer rank " << rank << " on node '"
-                    << slot.node << "' exited before the run ended"
+                    << slot.node << "' " << event
                     << (why.empty() ? std::string{} : " (" + why + ")")
                     << "; the group of " << st.world()
                     << " goes back to its last checkpoint: " << waiting
@@ -52,14 +53,14 @@ void lose_trainer(router_ptr self, uint32_t rank, const std::string& why) {
       st.failure = make_error(
         errc::run_failure,
         "trainer rank " + std::to_string(rank) + " on node '" + slot.node
-          + "' exited before the run ended"
+          + "' " + event
           + (why.empty() ? std::string{} : " (" + why + ")") + "; the other "
           + std::to_string(st.world() - 1)
           + " rank(s) of the data-parallel group cannot step without it");
     caf::aout(self) << "router: " << describe(st.failure) << std::endl;
     return;
   }
-  auto reason = "the trainer exited before the run ended"
+  auto reason = "the trainer " + event
                 + (why.empty() ? std::string{} : ": " + why);
   if (st.scope == router_scope::local) {
     // Nothing can restart it in this process (a restarted local run with
