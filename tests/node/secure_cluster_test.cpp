@@ -178,6 +178,54 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_runs_while_strangers_are_refused_by_name) {
   expect_every_sample_once(report, 640);
 }
 
+// docs/security.md's rule, checked on every socket every process listens
+// on: with cluster.bind on loopback, nothing listens anywhere else, with
+// and without TLS, in every role, with a data-parallel group of two
+// trainer nodes (whose rendezvous store listened on every interface, with
+// no authentication, as LibTorch's TCPStore), the console and /metrics on.
+BOOST_AUTO_TEST_CASE(every_listening_socket_of_every_role_obeys_the_bind) {
+  auto& certs = stoker::test::dev_certs();
+  for (bool with_tls : {false, true}) {
+    BOOST_TEST_CONTEXT("with TLS: " << with_tls) {
+      std::vector<std::string> common = {
+        "--cluster.bind=127.0.0.1", "--trainer.sim-step-ms=20",
+        "--trainer.collective-timeout=20s"};
+      if (with_tls)
+        common.push_back("--tls.dir=" + certs.cluster);
+      auto args = shaped(common);
+      args.push_back("--pipeline.dataset-size=100000");
+      auto head_args = args;
+      head_args.insert(head_args.end(),
+                       {"--node.name=head",
+                        "--cluster.nodes=[\"trainer-0:trainer\", "
+                        "\"trainer-1:trainer\", \"worker-a:worker:1\"]",
+                        "--console.port=" + std::to_string(free_port()),
+                        "--metrics.port=" + std::to_string(free_port())});
+      auto tag = std::string{"bind-"} + (with_tls ? "tls" : "plain");
+      auto head = start_head(tag, head_args);
+      auto t0 = start_member(head.at, tag, "trainer", "trainer-0", args);
+      auto t1 = start_member(head.at, tag, "trainer", "trainer-1", args);
+      auto w = start_member(head.at, tag, "worker", "worker-a", args);
+      BOOST_REQUIRE_MESSAGE(wait_for_text(t1.log, "Iteration", 60s)
+                              || wait_for_text(t0.log, "Iteration", 1s),
+                            read_file(head.proc.log) << read_file(t0.log)
+                                                     << read_file(t1.log));
+      size_t seen = 0;
+      for (auto* c : {&head.proc, &t0, &t1, &w})
+        for (auto& l : listening_sockets(c->pid)) {
+          ++seen;
+          BOOST_TEST(l.loopback, c->log << " listens on " << l.address
+                                        << ":" << l.port);
+        }
+      BOOST_TEST(seen >= 4u); // the head's gate, console, /metrics, ...
+      for (auto* c : {&head.proc, &t0, &t1, &w})
+        ::kill(c->pid, SIGKILL);
+      for (auto* c : {&head.proc, &t0, &t1, &w})
+        wait_exit(*c, 5s);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_four_gib_caf_header_is_closed_at_the_gate_on_loopback) {
   auto report = tmp_path("guard.json");
   auto head = start_head(

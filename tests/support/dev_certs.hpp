@@ -17,7 +17,8 @@
 namespace stoker::test {
 
 struct dev_cert_dirs {
-  std::string cluster; ///< ca.pem, head, trainer-0, worker-a, worker-b
+  /// ca.pem, head, trainer-0, trainer-1, worker-a, worker-b
+  std::string cluster;
   std::string other;   ///< another CA: ca.pem, worker-x
   std::string expired; ///< the cluster's CA: stale.pem, stale.key (expired)
 };
@@ -39,7 +40,7 @@ inline const dev_cert_dirs& dev_certs() {
                             cmd);
     };
     run("rm -rf " + base);
-    run(tool + " " + d.cluster + " head trainer-0 worker-a worker-b");
+    run(tool + " " + d.cluster + " head trainer-0 trainer-1 worker-a worker-b");
     run(tool + " " + d.other + " worker-x");
     // The cluster's CA, one certificate valid for 0 days: expired a second
     // after it is made.

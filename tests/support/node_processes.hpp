@@ -11,11 +11,13 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
@@ -254,6 +256,68 @@ inline std::map<std::string, int> batches_by_worker(const std::string& json) {
        ++i)
     result[(*i)[1]] = std::stoi((*i)[2]);
   return result;
+}
+
+// One listening TCP socket: its address as text ("127.0.0.1", "::",
+// "0.0.0.0", "::ffff:127.0.0.1", ...) and port.
+struct listener {
+  std::string address;
+  uint16_t port = 0;
+  bool loopback = false;
+};
+
+// Every TCP socket process `pid` listens on, read from /proc (the
+// socket inodes of its descriptors, matched in its namespace's
+// /proc/PID/net/tcp and tcp6), as `ss -ltnp` shows them.
+inline std::vector<listener> listening_sockets(pid_t pid) {
+  auto proc = "/proc/" + std::to_string(pid);
+  std::set<std::string> inodes;
+  if (auto* dir = ::opendir((proc + "/fd").c_str())) {
+    while (auto* e = ::readdir(dir)) {
+      char target[256] = {};
+      auto path = proc + "/fd/" + e->d_name;
+      auto n = ::readlink(path.c_str(), target, sizeof(target) - 1);
+      std::string t{target, n > 0 ? static_cast<size_t>(n) : 0};
+      if (t.rfind("socket:[", 0) == 0)
+        inodes.insert(t.substr(8, t.size() - 9));
+    }
+    ::closedir(dir);
+  }
+  std::vector<listener> out;
+  for (auto table : {"/net/tcp", "/net/tcp6"}) {
+    std::istringstream lines{read_file(proc + table)};
+    std::string line;
+    std::getline(lines, line); // the header
+    while (std::getline(lines, line)) {
+      std::istringstream f{line};
+      std::string sl, local, remote, state, queues, timer, retr, uid, timeout,
+        inode;
+      f >> sl >> local >> remote >> state >> queues >> timer >> retr >> uid
+        >> timeout >> inode;
+      if (state != "0A" || inodes.count(inode) == 0)
+        continue; // not listening, or not this process's
+      auto colon = local.find(':');
+      auto hex = local.substr(0, colon);
+      listener l;
+      l.port = static_cast<uint16_t>(std::stoul(local.substr(colon + 1),
+                                                nullptr, 16));
+      if (hex.size() == 8) { // IPv4, little-endian
+        auto v = static_cast<uint32_t>(std::stoul(hex, nullptr, 16));
+        l.address = std::to_string(v & 0xff) + "."
+                    + std::to_string((v >> 8) & 0xff) + "."
+                    + std::to_string((v >> 16) & 0xff) + "."
+                    + std::to_string(v >> 24);
+        l.loopback = (v & 0xff) == 127;
+      } else { // IPv6: four little-endian words
+        l.loopback = hex == "00000000000000000000000001000000"
+                     || (hex.substr(0, 24) == "0000000000000000FFFF0000"
+                         && hex.substr(30, 2) == "7F");
+        l.address = l.loopback ? "::1 or ::ffff:127.x" : "[" + hex + "]";
+      }
+      out.push_back(l);
+    }
+  }
+  return out;
 }
 
 inline const std::vector<std::string> small = {

@@ -12,6 +12,7 @@
 #include "stoker/registry.hpp"
 #include "data/synthetic_mapper.hpp"
 #include "train/collective.hpp"
+#include "train/group_store.hpp"
 #include "train/step_engine.hpp"
 
 #include "support/tiny_vit.hpp"
@@ -79,8 +80,10 @@ struct group_outcome {
 group_outcome train_group(const std::vector<std::vector<std::vector<uint64_t>>>&
                             steps) {
   auto world = static_cast<uint32_t>(steps.front().size());
-  auto store = collective_store::start("127.0.0.1", 0);
-  BOOST_REQUIRE(store);
+  // The ranks meet as in a run: at a store actor, over CAF.
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto store = spawn_group_store(sys);
   std::vector<std::unique_ptr<step_engine>> engines;
   for (uint32_t r = 0; r < world; ++r)
     engines.push_back(engine_with_seed(100 + r));
@@ -95,7 +98,7 @@ group_outcome train_group(const std::vector<std::vector<std::vector<uint64_t>>>&
       collective_options o;
       o.rank = r;
       o.world = world;
-      o.store_port = (*store)->port();
+      o.store = make_actor_store(sys, store, std::chrono::seconds(30));
       o.timeout = std::chrono::seconds(30);
       auto group = collective_group::join(o);
       if (!group) {
@@ -123,6 +126,7 @@ group_outcome train_group(const std::vector<std::vector<std::vector<uint64_t>>>&
     BOOST_REQUIRE_MESSAGE(e.empty(), e);
   for (uint32_t r = 0; r < world; ++r)
     out.probe[r] = probe_loss(*engines[r]);
+  caf::anon_send_exit(store, caf::exit_reason::user_shutdown);
   return out;
 }
 
@@ -186,12 +190,13 @@ BOOST_AUTO_TEST_CASE(partial_tails_of_unequal_size_weigh_by_their_samples) {
 }
 
 BOOST_AUTO_TEST_CASE(a_rank_that_never_comes_fails_the_join_within_the_timeout) {
-  auto store = collective_store::start("127.0.0.1", 0);
-  BOOST_REQUIRE(store);
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto store = spawn_group_store(sys);
   collective_options o;
   o.rank = 0;
   o.world = 2;
-  o.store_port = (*store)->port();
+  o.store = make_actor_store(sys, store, std::chrono::seconds(2));
   o.timeout = std::chrono::seconds(2);
   auto t0 = std::chrono::steady_clock::now();
   auto group = collective_group::join(o);
@@ -200,6 +205,89 @@ BOOST_AUTO_TEST_CASE(a_rank_that_never_comes_fails_the_join_within_the_timeout) 
   BOOST_TEST(describe(group.error()).find("rank 0 of 2") != std::string::npos,
              describe(group.error()));
   BOOST_TEST((took < std::chrono::seconds(20)));
+  caf::anon_send_exit(store, caf::exit_reason::user_shutdown);
+}
+
+// The store's keys keep c10d's semantics (those of TCPStore and
+// HashStore): gloo's rendezvous relies on get waiting for a key, add
+// counting, compare_set only over the expected value.
+BOOST_AUTO_TEST_CASE(the_key_value_book_keeps_c10d_store_semantics) {
+  key_value_book book;
+  auto op = [](store_verb verb, std::string key, std::string value = {},
+               std::string expected = {}) {
+    store_op o;
+    o.verb = verb;
+    o.key = std::move(key);
+    o.value.assign(value.begin(), value.end());
+    o.expected.assign(expected.begin(), expected.end());
+    return o;
+  };
+  auto text = [](const std::vector<uint8_t>& v) {
+    return std::string(v.begin(), v.end());
+  };
+  BOOST_TEST(!book.apply(op(store_verb::get, "a")).has_value()); // waits
+  auto wait = op(store_verb::wait, "");
+  wait.keys = {"a", "b"};
+  BOOST_TEST(!book.apply(wait).has_value());
+  BOOST_TEST(book.apply(op(store_verb::set, "a", "1")).has_value());
+  BOOST_TEST(text(book.apply(op(store_verb::get, "a"))->value) == "1");
+  BOOST_TEST(!book.apply(wait).has_value()); // "b" still missing
+  auto add = op(store_verb::add, "b");
+  add.amount = 5;
+  BOOST_TEST(book.apply(add)->number == 5);
+  add.amount = -2;
+  BOOST_TEST(book.apply(add)->number == 3);
+  BOOST_TEST(text(book.apply(op(store_verb::get, "b"))->value) == "3");
+  BOOST_TEST(book.apply(wait)->yes);
+  // compare_set: over the expected value only; a missing key with an
+  // empty expectation is set; otherwise the value held comes back.
+  BOOST_TEST(text(book.apply(op(store_verb::compare_set, "a", "2", "9"))
+                    ->value)
+             == "1");
+  BOOST_TEST(text(book.apply(op(store_verb::compare_set, "a", "2", "1"))
+                    ->value)
+             == "2");
+  BOOST_TEST(text(book.apply(op(store_verb::compare_set, "c", "x", ""))
+                    ->value)
+             == "x");
+  BOOST_TEST(text(book.apply(op(store_verb::compare_set, "d", "x", "y"))
+                    ->value)
+             == "y");
+  BOOST_TEST(book.apply(op(store_verb::count, ""))->number == 3);
+  BOOST_TEST(book.apply(op(store_verb::erase, "c"))->yes);
+  BOOST_TEST(!book.apply(op(store_verb::erase, "c"))->yes);
+  auto check = op(store_verb::check, "");
+  check.keys = {"a", "c"};
+  BOOST_TEST(!book.apply(check)->yes);
+}
+
+// Through the actor: a get waits for another thread's set; a wait for a
+// key nobody sets fails within its timeout, naming the key.
+BOOST_AUTO_TEST_CASE(the_actor_store_answers_across_threads_and_times_out) {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto actor = spawn_group_store(sys);
+  auto a = make_actor_store(sys, actor, std::chrono::seconds(5));
+  auto b = make_actor_store(sys, actor, std::chrono::seconds(5));
+  std::thread setter{[&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    b->set("k", {7, 8});
+  }};
+  BOOST_TEST((a->get("k") == std::vector<uint8_t>{7, 8}));
+  setter.join();
+  BOOST_TEST(a->add("n", 2) == 2);
+  BOOST_TEST(b->add("n", 3) == 5);
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    a->wait({"never"}, std::chrono::milliseconds(300));
+    BOOST_FAIL("a wait for a key nobody sets returned");
+  } catch (const std::exception& e) {
+    BOOST_TEST(std::string{e.what()}.find("'never'") != std::string::npos,
+               e.what());
+  }
+  BOOST_TEST((std::chrono::steady_clock::now() - t0
+              < std::chrono::seconds(3)));
+  caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_CASE(nccl_without_nccl_in_the_build_is_refused_by_name) {

@@ -187,6 +187,58 @@ typename Inspector::result_type inspect(Inspector& f, window_change& x) {
 /// data-parallel group's size: it tells the source and answers with the
 /// group's plan; nothing is leased until a trainer of every
 /// rank has said hello. Runs on the scheduler: it must answer in ms.
+// -- a data-parallel group's rendezvous store -------------------------------
+
+/// What a rank asks its group's store (c10d::Store's calls).
+enum class store_verb : uint8_t {
+  set = 1,     ///< key = value
+  compare_set, ///< key = value if it holds `expected` (or is missing and
+               ///< `expected` is empty); answers the value it holds after
+  get,         ///< the value, once the key exists
+  add,         ///< key += amount (a decimal count; missing: 0)
+  erase,       ///< answers whether it existed
+  check,       ///< whether every key of `keys` exists
+  count,       ///< how many keys
+  wait,        ///< answers once every key of `keys` exists
+};
+
+/// One call of c10d::Store to the group's store actor. `timeout_ms`
+/// bounds a `get` or `wait` that waits for keys (then an error names
+/// them).
+struct store_op {
+  store_verb verb = store_verb::get;
+  std::string key;
+  std::vector<uint8_t> value;
+  std::vector<uint8_t> expected;
+  int64_t amount = 0;
+  std::vector<std::string> keys;
+  uint64_t timeout_ms = 0;
+};
+
+/// The store's answer: a value, a number or a yes/no, by verb.
+struct store_reply {
+  std::vector<uint8_t> value;
+  int64_t number = 0;
+  bool yes = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, store_op& x) {
+  return f(caf::meta::type_name("store_op"), x.verb, x.key, x.value,
+           x.expected, x.amount, x.keys, x.timeout_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, store_reply& x) {
+  return f(caf::meta::type_name("store_reply"), x.value, x.number, x.yes);
+}
+
+/// A data-parallel group's rendezvous store (train/group_store.hpp): the
+/// head's (or a local run's), reached by the ranks over their CAF
+/// connections, so it has no port of its own. Runs on the scheduler.
+using store_actor = caf::typed_actor<caf::replies_to<store_op>::with<store_reply>,
+                                     caf::reacts_to<tick_atom>>;
+
 /// The head's membership actor to the router: a node that answered the
 /// head's pings has not for `silent_ms`, over cluster.heartbeat-timeout
 /// (hung, stopped, cut off). Its trainers' ranks are lost: in a group the
@@ -367,7 +419,7 @@ using membership_actor = caf::typed_actor<
   caf::reacts_to<join_atom, std::string, std::vector<worker_actor>>,
   caf::reacts_to<join_atom, std::string, std::vector<trainer_actor>,
                  std::vector<trainer_endpoint>>,
-  caf::reacts_to<world_atom, uint32_t, uint16_t>,
+  caf::reacts_to<world_atom, uint32_t, store_actor>,
   caf::replies_to<wait_atom>::with<roster>,
   caf::replies_to<roster_atom>::with<roster>,
   caf::replies_to<nodes_atom>::with<std::vector<node_row>>,

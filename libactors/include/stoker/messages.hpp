@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include <caf/actor.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/atom.hpp>
 #include <caf/meta/type_name.hpp>
@@ -168,13 +169,13 @@ struct batch_ack {
 };
 
 /// A trainer's place in the data-parallel group, sent to it before it says
-/// hello: its rank, the group's size, and where the group's rendezvous
-/// store listens (c10d TCPStore; port 0 and world 1: no group).
+/// hello: its rank, the group's size, and the group's rendezvous store (a
+/// store_actor of the head or the local process, reached over CAF; null
+/// with world 1: no group).
 struct group_spec {
   uint32_t rank = 0;
   uint32_t world = 1;
-  std::string store_host; ///< empty: the head this node connected to
-  uint16_t store_port = 0;
+  caf::actor store;
   std::string node; ///< the trainer's node (for messages that name it)
   /// The address its collective traffic uses; empty: its cluster.bind.
   std::string interface;
@@ -449,8 +450,8 @@ typename Inspector::result_type inspect(Inspector& f, group_plan& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, group_spec& x) {
-  return f(caf::meta::type_name("group_spec"), x.rank, x.world, x.store_host,
-           x.store_port, x.node, x.interface, x.generation);
+  return f(caf::meta::type_name("group_spec"), x.rank, x.world, x.store,
+           x.node, x.interface, x.generation);
 }
 
 template <class Inspector>

@@ -21,7 +21,7 @@
 #include "routing/router_actor.hpp"
 #include "routing/source_actor.hpp"
 #include "train/checkpoint.hpp"
-#include "train/collective.hpp"
+#include "train/group_store.hpp"
 
 namespace stoker {
 
@@ -73,12 +73,12 @@ void shut_down_nodes(caf::scoped_actor& self, const roster& members) {
 
 // Forms the data-parallel group of every trainer that joined: ranks by
 // node name, then each node's trainer index; the store they meet at (world
-// > 1) listens beside the head. Tells the router (and through it the
-// source) and the front door the group's size, then each trainer its rank.
-caf::expected<std::unique_ptr<collective_store>>
-form_group(caf::scoped_actor& self, const run_config& cfg,
-           const router_actor& router, const membership_actor& front_door,
-           const roster& members) {
+// > 1) is an actor of the head, reached over the ranks' CAF connections (no
+// port of its own). Tells the router (and through it the source) and the
+// front door the group's size, then each trainer its rank.
+caf::expected<store_actor>
+form_group(caf::scoped_actor& self, const router_actor& router,
+           const membership_actor& front_door, const roster& members) {
   auto& places = members.trainer_places;
   std::vector<size_t> order(members.trainers.size());
   for (size_t i = 0; i < order.size(); ++i)
@@ -97,22 +97,20 @@ form_group(caf::scoped_actor& self, const run_config& cfg,
           "of trainer node '" + lead.node
             + "' (rank 0's trainer.checkpoint-dir, the group's)"))
       return err;
-  std::unique_ptr<collective_store> store;
-  if (world > 1) {
-    auto started = collective_store::start(cfg.node.cluster.bind, 0);
-    if (!started)
-      return std::move(started.error());
-    store = std::move(*started);
-  }
+  store_actor store;
+  if (world > 1)
+    store = spawn_group_store(self->system());
   caf::error failure;
   group_plan plan;
   self->request(router, caf::infinite, world_atom::value, world)
     .receive([&](group_plan& p) { plan = p; },
              [&](caf::error& err) { failure = err; });
-  if (failure)
+  if (failure) {
+    if (store)
+      self->send_exit(store, caf::exit_reason::user_shutdown);
     return failure;
-  self->send(front_door, world_atom::value, world,
-             static_cast<uint16_t>(store ? store->port() : 0));
+  }
+  self->send(front_door, world_atom::value, world, store);
   std::cout << "head: " << world << " trainer(s), " << plan.steps_per_epoch
             << " global step(s) per epoch";
   for (uint32_t rank = 0; rank < world; ++rank) {
@@ -120,7 +118,7 @@ form_group(caf::scoped_actor& self, const run_config& cfg,
     group_spec g;
     g.rank = rank;
     g.world = world;
-    g.store_port = store ? store->port() : 0;
+    g.store = caf::actor_cast<caf::actor>(store);
     g.node = where.node;
     std::cout << (rank == 0 ? ": " : ", ") << "rank " << rank << " = "
               << where.node << "/" << where.index;
@@ -285,7 +283,7 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
     stop();
     return 1;
   }
-  auto group = form_group(self, cfg, router, front_door, members);
+  auto group = form_group(self, router, front_door, members);
   if (!group) {
     bool refused = is(group.error(), errc::invalid_config);
     std::cerr << "stoker-node: " << (refused ? "refused: " : "")
@@ -323,6 +321,8 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   consoles = node_consoles{}; // closes every console
   shut_down_nodes(self, current_roster(self, front_door));
   stop();
+  if (*group)
+    self->send_exit(*group, caf::exit_reason::user_shutdown);
   bound_shutdown(code, std::chrono::seconds(5));
   return code;
 }

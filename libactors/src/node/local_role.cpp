@@ -19,7 +19,7 @@
 #include "node/run_outcome.hpp"
 #include "routing/router_actor.hpp"
 #include "routing/source_actor.hpp"
-#include "train/collective.hpp"
+#include "train/group_store.hpp"
 #include "train/step_engine.hpp"
 #include "train/trainer_actor.hpp"
 #include "worker/worker_actor.hpp"
@@ -86,15 +86,10 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
     stop(router, source);
     return failure;
   }
-  std::unique_ptr<collective_store> store;
-  if (world > 1) {
-    auto started = collective_store::start("127.0.0.1", 0);
-    if (!started) {
-      stop(router, source);
-      return std::move(started.error());
-    }
-    store = std::move(*started);
-  }
+  // Its rendezvous: an actor of this process, no port at all.
+  store_actor store;
+  if (world > 1)
+    store = spawn_group_store(sys);
   // One pool for the run's image buffers: the workers take them, the
   // trainers give them back after their steps.
   auto buffers = std::make_shared<buffer_pool>(batch_buffers_for(cfg));
@@ -111,8 +106,7 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
     group_spec g;
     g.rank = rank;
     g.world = world;
-    g.store_host = "127.0.0.1";
-    g.store_port = store ? store->port() : 0;
+    g.store = caf::actor_cast<caf::actor>(store);
     g.node = cfg.node.name;
     g.interface = "127.0.0.1";
     self->send(router, g, trainers[rank]);
@@ -175,6 +169,8 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
     stop(w);
   stop_trainers();
   stop(router, source);
+  if (store)
+    stop(store);
   return result;
 }
 

@@ -28,7 +28,7 @@ struct membership_state {
   std::vector<node_row> rows;                   // every node seen
   std::vector<trainer_endpoint> trainers;
   uint32_t world = 0; // the group's size once formed (0: not yet)
-  uint16_t store_port = 0; // where a group of several meets
+  store_actor store; // where a group of several meets
   // Each rank's (node, trainer index), fixed when the group formed, and
   // the forming (generation) it last joined: a rank that comes back after
   // its group lost a rank joins the next one.
@@ -227,7 +227,7 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
           group_spec g;
           g.rank = rank;
           g.world = s.world;
-          g.store_port = s.store_port;
+          g.store = caf::actor_cast<caf::actor>(s.store);
           g.node = node;
           g.generation = s.generation;
           std::cout << "head: rank " << rank << " (" << node << "/"
@@ -243,10 +243,10 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
       if (!s.members.contains(node)) // not a trainer started again
         joined(self, node);
     },
-    [=](world_atom, uint32_t world, uint16_t store_port) {
+    [=](world_atom, uint32_t world, store_actor& store) {
       auto& s = self->state;
       s.world = world;
-      s.store_port = store_port;
+      s.store = std::move(store);
       // The same order the head gave the ranks in: node name, then index.
       s.ranks.clear();
       for (auto& p : s.current.trainer_places)

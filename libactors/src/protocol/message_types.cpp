@@ -50,6 +50,9 @@ void register_message_types(caf::actor_system_config& cfg) {
     .add_message_type<run_refusal>("stoker::run_refusal")
     .add_message_type<node_silent>("stoker::node_silent")
     .add_message_type<node_alive>("stoker::node_alive")
+    .add_message_type<store_op>("stoker::store_op")
+    .add_message_type<store_reply>("stoker::store_reply")
+    .add_message_type<store_actor>("stoker::store_actor")
     .add_message_type<std::vector<worker_actor>>(
       "std::vector<stoker::worker_actor>")
     .add_message_type<std::vector<trainer_actor>>(

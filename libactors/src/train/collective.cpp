@@ -4,7 +4,6 @@
 #include <cstring>
 #include <exception>
 
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef STOKER_HAVE_GLOO
 #  include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #  include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -23,46 +22,7 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-std::string address(const std::string& host, uint16_t port) {
-  return host + ":" + std::to_string(port);
-}
-
 } // namespace
-
-// -- the store ----------------------------------------------------------------
-
-struct collective_store::impl {
-  c10::intrusive_ptr<c10d::TCPStore> store;
-};
-
-collective_store::collective_store(std::unique_ptr<impl> x)
-  : impl_(std::move(x)) {
-  // nop
-}
-
-collective_store::~collective_store() = default;
-
-caf::expected<std::unique_ptr<collective_store>>
-collective_store::start(const std::string& host, uint16_t port) {
-  try {
-    c10d::TCPStoreOptions o;
-    o.port = port;
-    o.isServer = true;
-    o.waitWorkers = false; // the ranks come when their nodes are ready
-    auto x = std::make_unique<impl>();
-    x->store = c10::make_intrusive<c10d::TCPStore>(host, o);
-    return std::unique_ptr<collective_store>{
-      new collective_store(std::move(x))}; // private constructor
-  } catch (const std::exception& e) {
-    return make_error(errc::run_failure,
-                      "cannot listen for the trainers' group on "
-                        + address(host, port) + ": " + e.what());
-  }
-}
-
-uint16_t collective_store::port() const noexcept {
-  return impl_->store->getPort();
-}
 
 // -- the group ----------------------------------------------------------------
 
@@ -131,17 +91,16 @@ collective_group::join(const collective_options& opts) {
   x->rank = opts.rank;
   x->world = opts.world;
   x->where = "the trainers' gloo group (rank " + std::to_string(opts.rank)
-             + " of " + std::to_string(opts.world) + ", store at "
-             + address(opts.store_host, opts.store_port) + ")";
+             + " of " + std::to_string(opts.world) + ", meeting at "
+             + opts.store_where + ")";
+  if (!opts.store)
+    return make_error(errc::run_failure,
+                      "cannot join " + x->where + ": no store (internal)");
 #ifdef STOKER_HAVE_GLOO
   try {
-    c10d::TCPStoreOptions o;
-    o.port = opts.store_port;
-    o.isServer = false;
-    o.timeout = opts.timeout;
+    opts.store->setTimeout(opts.timeout);
     x->store = c10::make_intrusive<c10d::PrefixStore>(
-      "g" + std::to_string(opts.generation) + "/",
-      c10::make_intrusive<c10d::TCPStore>(opts.store_host, o));
+      "g" + std::to_string(opts.generation) + "/", opts.store);
     auto gloo_opts = c10d::ProcessGroupGloo::Options::create(opts.timeout);
     auto wildcard = opts.interface.empty() || opts.interface == "0.0.0.0";
     gloo_opts->devices.push_back(

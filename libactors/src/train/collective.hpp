@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
@@ -14,32 +15,15 @@
 
 namespace stoker {
 
-/// The rendezvous of a data-parallel group: a c10d TCPStore server the
-/// ranks meet at (the head hosts it; a local run with several trainers
-/// hosts its own). Owns its listening thread; stops it when destroyed.
-class collective_store {
-public:
-  /// Listens on `host`:`port` (0: any free port); the error names the
-  /// address and why.
-  static caf::expected<std::unique_ptr<collective_store>>
-  start(const std::string& host, uint16_t port);
-
-  ~collective_store();
-
-  uint16_t port() const noexcept;
-
-private:
-  struct impl;
-  explicit collective_store(std::unique_ptr<impl> x);
-  std::unique_ptr<impl> impl_;
-};
-
 /// Where a rank meets the others and how long it waits for them.
 struct collective_options {
   uint32_t rank = 0;
   uint32_t world = 1;
-  std::string store_host = "127.0.0.1";
-  uint16_t store_port = 0;
+  /// The group's rendezvous store (make_actor_store over the head's store
+  /// actor; a test may use c10d's HashStore). Shared by every forming.
+  c10::intrusive_ptr<c10d::Store> store;
+  /// Where the store is, for messages ("the head's store").
+  std::string store_where = "the group's store";
   /// The address this rank's collective traffic uses (its cluster.bind;
   /// "0.0.0.0" or empty: the interface its host name resolves to).
   std::string interface = "127.0.0.1";

@@ -4,6 +4,7 @@
 
 #include "stoker/errors.hpp"
 #include "data/epoch_plan.hpp"
+#include "train/group_store.hpp"
 #include "train/trainer_state.hpp"
 
 // The trainer's data-parallel group (joining it, resuming it from rank 0's
@@ -199,16 +200,19 @@ bool join_group(trainer_ptr self, group_spec g) {
     collective_options o;
     o.rank = g.rank;
     o.world = g.world;
-    o.store_host = g.store_host.empty() ? cfg.node.cluster.head_host
-                                        : g.store_host;
-    o.store_port = g.store_port;
+    o.store = make_actor_store(self->system(),
+                               caf::actor_cast<store_actor>(g.store),
+                               p.trainer.collective_timeout);
+    o.store_where = cfg.node.role == role_kind::local
+                      ? "this process's store"
+                      : "the head's store (over its CAF connection)";
     o.interface = cfg.node.cluster.bind;
     o.backend = p.trainer.backend;
     o.timeout = p.trainer.collective_timeout;
     o.generation = g.generation;
     caf::aout(self) << "trainer: rank " << g.rank << " of " << g.world
-                    << " joining the group at " << o.store_host << ":"
-                    << o.store_port << std::endl;
+                    << " joining the group at " << o.store_where
+                    << std::endl;
     auto joined = collective_group::join(o);
     if (!joined) {
       self->quit(joined.error());
