@@ -182,6 +182,14 @@ BOOST_AUTO_TEST_CASE(rejects_negative_and_zero_sizes) {
                       "pipeline.dataset-size = -1"));
 }
 
+// A duration is shown as written (CAF writes a zero timespan "0d").
+BOOST_AUTO_TEST_CASE(rejects_a_zero_duration_showing_it_as_written) {
+  BOOST_TEST(mentions(rejection({"--metrics.refresh=0s"}),
+                      "metrics.refresh = 0s: expected a positive duration"));
+  BOOST_TEST(mentions(rejection({"--metrics.refresh=0ms"}),
+                      "metrics.refresh = 0s: expected a positive duration"));
+}
+
 BOOST_AUTO_TEST_CASE(rejects_unknown_keys_in_file_and_flags) {
   BOOST_TEST(mentions(rejection({}, "[router]\nwindw=3\n"),
                       "unknown key 'windw' in section [router]"));

@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -150,20 +151,41 @@ std::string receive(int fd, size_t size) {
   return got;
 }
 
-// Whether the peer closes `fd` within 10 s (recv gives 0 or an error).
+// Whether the peer closes `fd` within 10 s: what it says first (a gate's
+// verdict) is read and dropped; a receive timeout is not a close.
 bool closed_by_peer(int fd) {
-  char c;
-  return ::recv(fd, &c, 1, 0) <= 0;
+  char buf[256];
+  for (;;) {
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0)
+      continue;
+    return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+  }
 }
 
-gate_options options(said& log, std::shared_ptr<const tls_context> tls) {
+// A node port's options (the verdict first, as node_links' gates) unless
+// `preface` is false; every refusal said (no rate limit) unless a test
+// sets one.
+gate_options options(said& log, std::shared_ptr<const tls_context> tls,
+                     bool preface = true) {
   gate_options o;
   o.what = "the test port";
   o.tls = std::move(tls);
   o.max_message_bytes = 1u << 20;
   o.handshake_timeout = 500ms;
   o.log = log.log();
+  o.preface = preface;
+  o.log_interval = 0ms;
   return o;
+}
+
+// How many lines of `log` contain `text`.
+size_t count_lines(said& log, const std::string& text) {
+  std::lock_guard<std::mutex> guard{log.mutex};
+  size_t n = 0;
+  for (auto& l : log.lines)
+    n += l.find(text) != std::string::npos ? 1 : 0;
+  return n;
 }
 
 } // namespace
@@ -208,7 +230,8 @@ BOOST_AUTO_TEST_CASE(basp_guard_refuses_what_is_not_basp) {
 BOOST_AUTO_TEST_CASE(a_plain_gate_relays_both_ways_and_closes_an_oversized_message) {
   echo_server inner;
   said log;
-  auto g = stoker::gate::open("127.0.0.1", 0, inner.port, options(log, nullptr));
+  auto g = stoker::gate::open("127.0.0.1", 0, inner.port,
+                              options(log, nullptr, false));
   BOOST_REQUIRE_MESSAGE(g, (g ? "" : describe(g.error())));
   auto good = basp_message(1, 3000);
   int fd = connect_to((*g)->port());
@@ -292,6 +315,139 @@ BOOST_AUTO_TEST_CASE(a_tls_gate_refuses_strangers_and_both_sides_say_why) {
     "127.0.0.1", (*g)->port(),
     options(tunnel_log, stoker::test::tls_of(certs.cluster, "worker-b")));
   BOOST_TEST(static_cast<bool>(member));
+}
+
+// Without TLS too, a peer that connects and sends nothing is closed after
+// the handshake timeout (1,000 idle connections held a gate for ever).
+BOOST_AUTO_TEST_CASE(a_plain_gate_closes_a_peer_that_sends_nothing) {
+  echo_server inner;
+  said log;
+  auto g = stoker::gate::open("127.0.0.1", 0, inner.port,
+                              options(log, nullptr, false));
+  BOOST_REQUIRE(g);
+  auto t0 = std::chrono::steady_clock::now();
+  int silent = connect_to((*g)->port());
+  BOOST_TEST(closed_by_peer(silent));
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 < 5s));
+  BOOST_TEST(log.wait_for("sent nothing within 500 ms") != "", log.all());
+  ::close(silent);
+  // One that speaks in time is relayed as before.
+  int fd = connect_to((*g)->port());
+  auto good = basp_message(1, 10);
+  send_all(fd, good);
+  BOOST_TEST(receive(fd, good.size()) == good);
+  ::close(fd);
+}
+
+// One address cannot take every slot; a node refused for it hears why
+// (the gate's verdict) and gets in once a slot is free. Repeated
+// refusals from one address are one line.
+BOOST_AUTO_TEST_CASE(a_gate_caps_one_address_and_says_why_to_the_refused) {
+  echo_server inner;
+  said log;
+  auto o = options(log, nullptr);
+  o.max_per_peer = 2;
+  o.handshake_timeout = 5s;
+  o.log_interval = 60s;
+  auto g = stoker::gate::open("127.0.0.1", 0, inner.port, o);
+  BOOST_REQUIRE(g);
+  // Two nodes' connections: each says hello and is admitted.
+  int a = connect_to((*g)->port());
+  int b = connect_to((*g)->port());
+  send_all(a, gate_hello());
+  send_all(b, gate_hello());
+  BOOST_TEST(receive(a, 6) == gate_preface('P'));
+  BOOST_TEST(receive(b, 6) == gate_preface('P'));
+  said tunnel_log;
+  auto refused = tunnel::open("127.0.0.1", (*g)->port(),
+                              options(tunnel_log, nullptr));
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(is(refused.error(), errc::io_failure), describe(refused.error()));
+  BOOST_TEST(describe(refused.error())
+                 .find("refused this connection: 2 connections from "
+                       "127.0.0.1 already open")
+               != std::string::npos,
+             describe(refused.error()));
+  BOOST_TEST(describe(refused.error()).find("max-connections-per-peer")
+               != std::string::npos);
+  for (int i = 0; i < 20; ++i) {
+    int extra = connect_to((*g)->port());
+    BOOST_TEST(closed_by_peer(extra));
+    ::close(extra);
+  }
+  BOOST_TEST(log.wait_for("already open") != "");
+  BOOST_TEST(count_lines(log, "already open") == 1u, log.all());
+  BOOST_TEST((*g)->refused() == 21u);
+  ::close(a);
+  ::close(b);
+  std::this_thread::sleep_for(100ms); // the gate sees them go
+  auto member = tunnel::open("127.0.0.1", (*g)->port(),
+                             options(tunnel_log, nullptr));
+  BOOST_TEST(static_cast<bool>(member),
+             (member ? "" : describe(member.error())));
+}
+
+BOOST_AUTO_TEST_CASE(a_refusal_log_says_an_address_and_reason_once_per_interval) {
+  refusal_log r{10s};
+  auto t = std::chrono::steady_clock::now();
+  BOOST_TEST(r.note("10.0.0.1:5000", "full", "refused 10.0.0.1:5000: full", t)
+             == "refused 10.0.0.1:5000: full");
+  BOOST_TEST(r.note("10.0.0.1:5001", "full", "x", t + 1s) == "");
+  BOOST_TEST(r.note("10.0.0.1:5002", "full", "x", t + 2s) == "");
+  // Another reason, or another address, is said at once.
+  BOOST_TEST(r.note("10.0.0.1:5003", "not TLS", "y", t + 2s) == "y");
+  BOOST_TEST(r.note("10.0.0.2:5000", "full", "z", t + 2s) == "z");
+  auto later = r.note("10.0.0.1:6000", "full", "again", t + 11s);
+  BOOST_TEST(later.find("again (and 2 more refused from 10.0.0.1") == 0u,
+             later);
+}
+
+// tls.* on one side only: both sides say so at once. The plain gate
+// names the TLS ClientHello it got (it said "not a CAF message (BASP
+// operation 22)"); the node says which side has what.
+BOOST_AUTO_TEST_CASE(tls_on_one_side_only_is_named_on_both) {
+  auto& certs = stoker::test::dev_certs();
+  echo_server inner;
+  said plain_log;
+  auto plain = stoker::gate::open("127.0.0.1", 0, inner.port,
+                                  options(plain_log, nullptr));
+  BOOST_REQUIRE(plain);
+  said tunnel_log;
+  auto t = tunnel::open(
+    "127.0.0.1", (*plain)->port(),
+    options(tunnel_log, stoker::test::tls_of(certs.cluster, "worker-a")));
+  BOOST_REQUIRE(!t);
+  BOOST_TEST(describe(t.error()).find("speaks plain TCP (no tls.* set "
+                                      "there) and this node has tls.* set")
+               != std::string::npos,
+             describe(t.error()));
+  BOOST_TEST(plain_log.wait_for("the peer speaks TLS (its first bytes are a "
+                                "TLS ClientHello) and this node has no "
+                                "tls.* set")
+               != "",
+             plain_log.all());
+  // Any TLS client (openssl, an older node: no hello) meets the same words.
+  auto bare = stoker::gate::open("127.0.0.1", 0, inner.port,
+                                 options(plain_log, nullptr));
+  BOOST_REQUIRE(bare);
+  int fd = connect_to((*bare)->port());
+  send_all(fd, std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11)
+                 + std::string(40, '\0'));
+  BOOST_TEST(closed_by_peer(fd));
+  ::close(fd);
+  BOOST_TEST(count_lines(plain_log, "speaks TLS") == 2u, plain_log.all());
+  said tls_log;
+  auto secure = stoker::gate::open(
+    "127.0.0.1", 0, inner.port,
+    options(tls_log, stoker::test::tls_of(certs.cluster, "head")));
+  BOOST_REQUIRE(secure);
+  auto naked = tunnel::open("127.0.0.1", (*secure)->port(),
+                            options(tunnel_log, nullptr));
+  BOOST_REQUIRE(!naked);
+  BOOST_TEST(describe(naked.error()).find("requires mutual TLS and this node "
+                                          "has no tls.* set")
+               != std::string::npos,
+             describe(naked.error()));
 }
 
 BOOST_AUTO_TEST_CASE(an_expired_or_mismatched_certificate_does_not_load) {

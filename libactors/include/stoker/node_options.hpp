@@ -123,6 +123,11 @@ struct cluster_spec {
   /// A CAF (BASP) message declaring a larger payload closes its connection
   /// at the node's gate, before CAF allocates for it.
   uint64_t max_message_bytes = uint64_t{256} << 20;
+  /// A node port's gate holds at most this many connections at once, and
+  /// this many from one peer address: idle strangers cannot lock nodes
+  /// out (those that send nothing are closed after connect-timeout).
+  uint32_t max_connections = 512;
+  uint32_t max_connections_per_peer = 64;
   /// Where the topology comes from; anything but static_nodes sets this
   /// node's role, name, host, the head's address and (on the head)
   /// cluster.nodes from what the platform says (config/discovery.hpp).
@@ -182,6 +187,9 @@ struct metrics_spec {
   /// Served this long after the run ends, so a last scrape (or the
   /// dashboard) sees the final counts.
   std::chrono::milliseconds linger{0};
+  /// The endpoints look at the job at most this often, whoever asks
+  /// (every request is served the latest look).
+  std::chrono::milliseconds refresh{1000};
 };
 
 // -- the trainer node's own --------------------------------------------------

@@ -110,6 +110,9 @@ std::vector<option_decl> make_table() {
               "keep serving this long after the run ends, so a last "
               "scrape (or the dashboard) sees the final counts",
               true)
+    .duration("refresh", node_at<&N::metrics, &metrics_spec::refresh>,
+              "look at the job at most this often, however many scrape: "
+              "every request is served the latest look")
     // -- node
     .section("node")
     .text("name", node_at<&N::name>, "this node's name in the cluster (unique)")
@@ -163,6 +166,15 @@ std::vector<option_decl> make_table() {
              i64_max,
              "a CAF message declaring more payload than this closes its "
              "connection (before CAF allocates for it)")
+    .integer("max-connections",
+             node_at<&N::cluster, &cluster_spec::max_connections>, 1, 65536,
+             "a node port's gate holds at most this many connections at "
+             "once; more are refused, saying why (the node tries again)")
+    .integer("max-connections-per-peer",
+             node_at<&N::cluster, &cluster_spec::max_connections_per_peer>,
+             1, 65536,
+             "at most this many of them from one peer address; a peer that "
+             "sends nothing is closed after cluster.connect-timeout")
     .choice("discover", node_at<&N::cluster, &cluster_spec::discover>,
             "where the topology comes from: static (cluster.nodes, --role, "
             "--cluster.head), sagemaker (its resourceconfig.json) or slurm "

@@ -25,9 +25,18 @@ inline std::string shown(const std::string& name, const caf::config_value& v) {
   if (name.find('.') == std::string::npos)
     if (auto text = caf::get_if<std::string>(&v))
       return "--" + name + "=" + *text;
+  auto value = to_string(v);
+  if (auto t = caf::get_if<caf::timespan>(&v)) {
+    // In the largest unit that is whole (CAF writes zero as "0d").
+    auto ns = t->count();
+    value = ns % 1'000'000'000 == 0 ? std::to_string(ns / 1'000'000'000) + "s"
+            : ns % 1'000'000 == 0   ? std::to_string(ns / 1'000'000) + "ms"
+            : ns % 1'000 == 0       ? std::to_string(ns / 1'000) + "us"
+                                    : std::to_string(ns) + "ns";
+  }
   return (name.find('.') == std::string::npos ? "--" + name + "="
                                               : name + " = ")
-         + to_string(v);
+         + value;
 }
 
 inline caf::error bad_value(const std::string& name, const caf::config_value& v,

@@ -13,6 +13,7 @@
 
 #include "stoker/errors.hpp"
 #include "stoker/registry.hpp"
+#include "core/log_line.hpp"
 #include "core/machine.hpp"
 #include "core/peak_rss.hpp"
 #include "node/node_links.hpp"
@@ -27,41 +28,14 @@ namespace stoker {
 caf::expected<membership_actor> connect_to_head(caf::actor_system& sys,
                                                 const cluster_spec& cfg,
                                                 node_links& links) {
-  using namespace std::chrono;
-  auto deadline = steady_clock::now() + cfg.connect_timeout;
-  milliseconds delay{100};
-  std::string last;
-  for (;;) {
-    auto head = links.connect<membership_actor>(sys, cfg.head_host,
-                                                cfg.head_port, "the head");
-    if (head)
-      return head;
-    if (is(head.error(), errc::run_failure))
-      return std::move(head.error()); // TLS said no: retrying cannot help
-    if (head.error() == caf::sec::incompatible_application_ids)
-      return make_error(errc::run_failure,
-                        "the head at " + cfg.head_host + ":"
-                          + std::to_string(cfg.head_port)
-                          + " runs another Stoker release (or is another "
-                            "CAF application); expected stoker " STOKER_VERSION
-                            " on every node");
-    last = describe(head.error());
-    if (!links.tls()
-        && head.error() == caf::sec::disconnect_during_handshake)
-      last += " (a head with TLS configured closes plain connections: if "
-              "it has, set tls.certificate, tls.key and tls.ca-file, or "
-              "tls.dir, here too)";
-    if (steady_clock::now() + delay > deadline)
-      break;
-    std::this_thread::sleep_for(delay);
-    delay = std::min(delay * 2, milliseconds{1000});
-  }
-  return make_error(errc::run_failure,
-                    "cannot reach the head at " + cfg.head_host + ":"
-                      + std::to_string(cfg.head_port) + " within "
-                      + std::to_string(cfg.connect_timeout.count())
-                      + " ms (cluster.connect-timeout); last attempt: " + last
-                      + "; expected stoker-node --role=head listening there");
+  auto head = links.connect_retrying<membership_actor>(
+    sys, cfg.head_host, cfg.head_port, "the head", cfg.connect_timeout);
+  if (!head && describe(head.error()).find("cannot reach") == 0)
+    return make_error(errc::run_failure,
+                      describe(head.error())
+                        + "; expected stoker-node --role=head listening "
+                          "there");
+  return head;
 }
 
 namespace {
@@ -115,8 +89,9 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
   local_part local;
   std::vector<batch_route> routes;
   for (auto& t : w.trainers) {
-    auto direct = links.connect<trainer_actor>(sys, t.host, t.port,
-                                               "trainer '" + t.node + "'");
+    auto direct = links.connect_retrying<trainer_actor>(
+      sys, t.host, t.port, "trainer '" + t.node + "'",
+      cfg.node.cluster.connect_timeout);
     if (!direct)
       return make_error(errc::run_failure,
                         "cannot reach trainer '" + t.node + "' at " + t.host
@@ -191,9 +166,7 @@ start_trainer(caf::actor_system& sys, const run_config& cfg,
       stream_security{*token, links.tls(), cfg.node.cluster.connect_timeout},
       pool,
       [t = *trainer](image_batch&& b) { caf::anon_send(t, std::move(b)); },
-      [](const std::string& what) {
-        std::cerr << "stoker-node: " << what << std::endl;
-      });
+      [](const std::string& what) { write_line(2, "stoker-node: " + what); });
     if (!stream)
       return fail("for batch streams", describe(stream.error()));
     where.data_port = (*stream)->port();
@@ -399,8 +372,9 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
         [&](trainer_endpoint& t) {
           // A trainer joined after this worker node: connect, and give every
           // local worker its batch stream.
-          auto direct = links.connect<trainer_actor>(sys, t.host, t.port,
-                                                     "trainer '" + t.node + "'");
+          auto direct = links.connect_retrying<trainer_actor>(
+            sys, t.host, t.port, "trainer '" + t.node + "'",
+            c.connect_timeout);
           if (!direct) {
             std::cerr << "stoker-node: cannot reach trainer '" << t.node
                       << "' at " << t.host << ":" << t.port << ": "

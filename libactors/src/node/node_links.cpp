@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <iostream>
 
+#include "core/log_line.hpp"
+
 namespace stoker {
 
 node_links::node_links(private_tag, std::shared_ptr<const tls_context> tls,
                        const node_options& node)
   : tls_(std::move(tls)),
     max_message_bytes_(node.cluster.max_message_bytes),
-    handshake_timeout_(node.cluster.connect_timeout) {
+    handshake_timeout_(node.cluster.connect_timeout),
+    max_connections_(node.cluster.max_connections),
+    max_per_peer_(node.cluster.max_connections_per_peer) {
   // nop
 }
 
@@ -36,10 +40,24 @@ node_links::open(const node_options& node) {
   return std::make_unique<node_links>(private_tag{}, std::move(tls), node);
 }
 
+const char* node_links::version() noexcept {
+  return STOKER_VERSION;
+}
+
+void node_links::say_retrying(const std::string& why,
+                              std::chrono::milliseconds timeout) {
+  write_line(2, "stoker-node: " + why + "; trying again for up to "
+                  + std::to_string(timeout.count())
+                  + " ms (cluster.connect-timeout)");
+}
+
 gate_options node_links::options_for(const std::string& what) const {
   auto options = service_gate_options(what, tls_);
   options.max_message_bytes = max_message_bytes_; // CAF's ports speak BASP
   options.handshake_timeout = handshake_timeout_;
+  options.max_connections = max_connections_;
+  options.max_per_peer = max_per_peer_;
+  options.preface = true; // only nodes (through tunnels) connect here
   return options;
 }
 

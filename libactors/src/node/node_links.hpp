@@ -3,6 +3,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -53,19 +54,60 @@ public:
     return open_gate(bind, port, *inner, what);
   }
 
-  /// CAF's remote_actor to host:port, through a TLS tunnel when TLS is
-  /// configured. A TLS refusal (ours or theirs) is errc::run_failure with
-  /// the reason: retrying cannot help. `what` names the peer ("the head").
+  /// CAF's remote_actor to host:port, through a tunnel that reads the
+  /// port's verdict first (and speaks TLS when TLS is configured). A TLS
+  /// refusal (ours or theirs) or tls.* that differs is errc::run_failure
+  /// with the reason: retrying cannot help. A busy port's refusal is
+  /// errc::io_failure with its reason. `what` names the peer ("the head").
   template <class Handle>
   caf::expected<Handle> connect(caf::actor_system& sys,
                                 const std::string& host, uint16_t port,
                                 const std::string& what) {
-    if (!tls_)
-      return sys.middleman().remote_actor<Handle>(host, port);
     auto local = open_tunnel(host, port, what);
     if (!local)
       return std::move(local.error());
     return sys.middleman().remote_actor<Handle>("127.0.0.1", *local);
+  }
+
+  /// connect(), tried again with back-off (0.1 s doubling to 1 s) until
+  /// `timeout` on anything but a run_failure, saying each new reason once
+  /// on standard error ("stoker-node: WHAT at HOST:PORT: ...; trying again
+  /// for up to N ms"). The error names the last attempt's reason.
+  template <class Handle>
+  caf::expected<Handle> connect_retrying(caf::actor_system& sys,
+                                         const std::string& host,
+                                         uint16_t port,
+                                         const std::string& what,
+                                         std::chrono::milliseconds timeout) {
+    using namespace std::chrono;
+    auto deadline = steady_clock::now() + timeout;
+    milliseconds delay{100};
+    std::string last;
+    for (;;) {
+      auto got = connect<Handle>(sys, host, port, what);
+      if (got || is(got.error(), errc::run_failure))
+        return got;
+      if (got.error() == caf::sec::incompatible_application_ids)
+        return make_error(errc::run_failure,
+                          what + " at " + host + ":" + std::to_string(port)
+                            + " runs another Stoker release (or is another "
+                              "CAF application); expected stoker "
+                            + std::string{version()} + " on every node");
+      auto why = describe(got.error());
+      if (why != last)
+        say_retrying(why, timeout);
+      last = std::move(why);
+      if (steady_clock::now() + delay > deadline)
+        break;
+      std::this_thread::sleep_for(delay);
+      delay = std::min(delay * 2, milliseconds{1000});
+    }
+    return make_error(errc::run_failure,
+                      "cannot reach " + what + " at " + host + ":"
+                        + std::to_string(port) + " within "
+                        + std::to_string(timeout.count())
+                        + " ms (cluster.connect-timeout); last attempt: "
+                        + last);
   }
 
 private:
@@ -77,6 +119,9 @@ public:
 
 private:
 
+  static const char* version() noexcept;
+  static void say_retrying(const std::string& why,
+                           std::chrono::milliseconds timeout);
   caf::expected<uint16_t> open_gate(const std::string& bind, uint16_t port,
                                     uint16_t inner, const std::string& what);
   caf::expected<uint16_t> open_tunnel(const std::string& host, uint16_t port,
@@ -86,6 +131,8 @@ private:
   std::shared_ptr<const tls_context> tls_;
   uint64_t max_message_bytes_;
   std::chrono::milliseconds handshake_timeout_;
+  size_t max_connections_;
+  size_t max_per_peer_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<gate>> gates_;
   std::vector<std::unique_ptr<tunnel>> tunnels_;

@@ -1,20 +1,62 @@
 #include "observe/http_observer.hpp"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include "stoker/errors.hpp"
 #include "observe/dashboard_page.hpp"
+#include "core/json_text.hpp"
 #include "observe/job_metrics.hpp"
 
 namespace stoker {
 
 namespace {
 
-// Two request threads: a dashboard and a Prometheus scraping at once.
-constexpr size_t request_threads = 2;
+using clock_type = std::chrono::steady_clock;
+
+// Request threads: each serves a cached snapshot in well under a
+// millisecond, so a few keep up with hundreds of scrapers; more only let
+// idle keep-alive connections hold fewer of them.
+constexpr size_t request_threads = 8;
+
+// Debian's cpp-httplib is a compiled library that listens with a backlog
+// of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when it was built): 500 scrapers
+// at once then waited for SYN retries (1 s, 3 s, 7 s, ...). The listening
+// socket is listened on again with this one (Linux updates the backlog).
+constexpr int listen_backlog = 1024;
+
+// A request that waited longer than this for a thread is answered 503 at
+// once instead of being served late (its client may have left).
+constexpr auto queued_too_long = std::chrono::milliseconds(1000);
+
+// How long the request being handled on this thread waited for it: set
+// by timed_pool around each job, read by the handlers (httplib hands a
+// handler nothing else about its connection).
+thread_local clock_type::duration queued_for{};
+
+// httplib's thread pool, timing how long each connection waits for a
+// thread.
+class timed_pool : public httplib::TaskQueue {
+public:
+  explicit timed_pool(size_t threads) : pool_(threads) {}
+
+  void enqueue(std::function<void()> fn) override {
+    pool_.enqueue([fn = std::move(fn), at = clock_type::now()] {
+      queued_for = clock_type::now() - at;
+      fn();
+    });
+  }
+
+  void shutdown() override { pool_.shutdown(); }
+
+private:
+  httplib::ThreadPool pool_;
+};
 
 } // namespace
 
@@ -34,12 +76,13 @@ http_observer::start(caf::actor_system& sys, const metrics_spec& spec,
                                                 std::move(target));
   auto& server = *result->server_;
   // httplib's API hands over a heap task queue it deletes itself.
-  server.new_task_queue = [] {
-    return new httplib::ThreadPool(request_threads);
-  };
+  server.new_task_queue = [] { return new timed_pool(request_threads); };
   server.set_payload_max_length(8 * 1024);
-  server.set_read_timeout(5, 0);
+  // A connection that sends nothing (or keeps a keep-alive open idle)
+  // holds a thread: not for long.
+  server.set_read_timeout(2, 0);
   server.set_write_timeout(5, 0);
+  server.set_keep_alive_timeout(1);
   server.set_keep_alive_max_count(100);
   auto* self = result.get();
   auto answer = [](httplib::Response& res, int status,
@@ -48,28 +91,61 @@ http_observer::start(caf::actor_system& sys, const metrics_spec& spec,
     res.set_header("Cache-Control", "no-store");
     res.set_content(body, type);
   };
-  auto view = [self]() {
-    console_session session{self->sys_, self->target_};
-    return session.view();
+  // One look at the job per metrics.refresh, whatever the number of
+  // scrapers: each request is served the latest.
+  self->snapshots_ = std::make_unique<snapshot_cache>(
+    [self] {
+      job_snapshot out;
+      console_session session{self->sys_, self->target_};
+      auto job = session.view();
+      if (!job) {
+        out.error = "the router does not answer: " + describe(job.error());
+        return out;
+      }
+      out.metrics = render_metrics(*job, STOKER_VERSION);
+      out.state = render_state_json(*job, STOKER_VERSION);
+      return out;
+    },
+    spec.refresh);
+  // The snapshot to serve, or why not (answered 503, never queued).
+  auto current = [self](std::string& why)
+    -> std::shared_ptr<const job_snapshot> {
+    if (queued_for > queued_too_long) {
+      why = "busy: this request waited "
+            + std::to_string(
+              std::chrono::duration_cast<std::chrono::milliseconds>(
+                queued_for)
+                .count())
+            + " ms for a thread; try again";
+      return nullptr;
+    }
+    // A stale look waits for a fresh one at most half a second (a slow
+    // job is served its last figures); the very first, up to 2 s.
+    auto snap = self->snapshots_->latest(std::chrono::milliseconds(500));
+    if (!snap)
+      snap = self->snapshots_->latest(std::chrono::milliseconds(1500));
+    if (!snap)
+      why = "no view of the job yet; try again";
+    else if (!snap->error.empty())
+      why = snap->error;
+    return snap && snap->error.empty() ? snap : nullptr;
   };
   server.Get("/metrics", [=](const httplib::Request&, httplib::Response& res) {
-    auto job = view();
-    if (!job)
-      return answer(res, 503, "the router does not answer: "
-                                + describe(job.error()) + "\n",
-                    "text/plain; charset=utf-8");
-    answer(res, 200, render_metrics(*job, STOKER_VERSION),
-           "text/plain; version=0.0.4; charset=utf-8");
+    std::string why;
+    auto snap = current(why);
+    if (!snap)
+      return answer(res, 503, why + "\n", "text/plain; charset=utf-8");
+    answer(res, 200, snap->metrics, "text/plain; version=0.0.4; charset=utf-8");
   });
   server.Get("/api/state",
              [=](const httplib::Request&, httplib::Response& res) {
-               auto job = view();
-               if (!job)
+               std::string why;
+               auto snap = current(why);
+               if (!snap)
                  return answer(res, 503,
-                               "{\"error\": \"the router does not answer\"}\n",
+                               "{\"error\": " + json_quoted(why) + "}\n",
                                "application/json");
-               answer(res, 200, render_state_json(*job, STOKER_VERSION),
-                      "application/json");
+               answer(res, 200, snap->state, "application/json");
              });
   server.Get("/", [=](const httplib::Request&, httplib::Response& res) {
     answer(res, 200, std::string{dashboard_page()}, "text/html; charset=utf-8");
@@ -89,6 +165,15 @@ http_observer::start(caf::actor_system& sys, const metrics_spec& spec,
                          + "; expected /, /metrics or /api/state\n",
              "text/plain; charset=utf-8");
   });
+  // httplib hands its listening socket to the options before binding it
+  // (its own options would add SO_REUSEPORT: another process could then
+  // take a share of the port).
+  auto listening = std::make_shared<int>(-1);
+  server.set_socket_options([listening](int fd) {
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    *listening = fd;
+  });
   bool gated = tls && !is_loopback(spec.bind);
   auto bind = gated ? std::string{"127.0.0.1"} : spec.bind;
   int port = gated || spec.port == 0
@@ -101,6 +186,13 @@ http_observer::start(caf::actor_system& sys, const metrics_spec& spec,
                         + "; expected a free port (metrics.port) and a "
                           "local address (metrics.bind)");
   result->port_ = static_cast<uint16_t>(port);
+  if (*listening < 0 || ::listen(*listening, listen_backlog) != 0)
+    std::cerr << "dashboard: cannot widen the HTTP listen backlog to "
+              << listen_backlog << " ("
+              << (*listening < 0 ? "httplib did not show its socket"
+                                 : std::strerror(errno))
+              << "); a burst of scrapers may wait for SYN retries"
+              << std::endl;
   if (gated) {
     auto front = gate::open(spec.bind, spec.port, result->port_,
                             service_gate_options("the metrics port",
@@ -122,6 +214,13 @@ http_observer::~http_observer() {
   server_->stop();
   if (thread_.joinable())
     thread_.join();
+  snapshots_.reset(); // before the actors it asks
+}
+
+void http_observer::run_over() {
+  if (!snapshots_->refresh(std::chrono::milliseconds(3000)))
+    std::cerr << "dashboard: no snapshot of the job's final figures within "
+                 "3 s; /metrics serves the last one taken" << std::endl;
 }
 
 uint16_t http_observer::port() const noexcept {
@@ -150,10 +249,11 @@ open_http_observer(caf::actor_system& sys, const metrics_spec& spec,
   return started;
 }
 
-void linger(const http_observer* observer, const metrics_spec& spec,
+void linger(http_observer* observer, const metrics_spec& spec,
             const std::string& who) {
   if (observer == nullptr || spec.linger.count() <= 0)
     return;
+  observer->run_over();
   std::cout << who << ": run over; serving its final figures for "
             << spec.linger.count() << " ms (metrics.linger)" << std::endl;
   std::this_thread::sleep_for(spec.linger);

@@ -11,6 +11,7 @@
 
 #include "stoker/options.hpp"
 #include "console/console_session.hpp"
+#include "observe/snapshot_cache.hpp"
 #include "transport/gate.hpp"
 #include "transport/tls.hpp"
 
@@ -24,11 +25,13 @@ namespace stoker {
 ///   GET /metrics     the Prometheus text format (render_metrics)
 ///   GET /api/state   the dashboard's JSON (render_state_json)
 ///   GET /            the dashboard page
-/// Served by cpp-httplib on two threads of its own; each request asks the
-/// job through its own console_session (2 s timeouts per actor), so a
-/// scrape costs the actors one status message each and nothing per batch.
+/// Served by cpp-httplib on 8 threads of its own from a snapshot_cache: the
+/// job is asked (a console_session, 2 s timeouts per actor) at most once
+/// per metrics.refresh however many scrape, so a scrape costs the actors
+/// nothing of its own. A request that waited over a second for a thread
+/// is answered 503 at once, not late; the listen backlog is 1,024.
 /// Other paths answer 404, other methods 405; requests are bounded (8 KiB
-/// body, 5 s to read). With `tls` and a bind beyond loopback the server
+/// body, 2 s to read, idle keep-alive 1 s). With `tls` and a bind beyond loopback the server
 /// listens on loopback behind a gate that speaks mutual TLS. The destructor
 /// stops serving and joins; close it before the actors it asks exit.
 class http_observer {
@@ -45,6 +48,11 @@ public:
   /// Where clients connect (the gate's port when gated).
   uint16_t port() const noexcept;
 
+  /// The run is over: takes a snapshot of the final figures now (waiting
+  /// up to 3 s), so the next scrape reads them rather than the last ones
+  /// of the run. Called on the node's main thread.
+  void run_over();
+
 private:
   struct private_tag {};
 
@@ -54,6 +62,7 @@ public:
 private:
   caf::actor_system& sys_;
   console_target target_;
+  std::unique_ptr<snapshot_cache> snapshots_;
   std::unique_ptr<httplib::Server> server_;
   uint16_t port_ = 0;
   std::unique_ptr<gate> gate_;
@@ -70,8 +79,8 @@ open_http_observer(caf::actor_system& sys, const metrics_spec& spec,
                    const std::string& who);
 
 /// Keeps `observer` (if any) serving for metrics.linger after a run ended,
-/// saying so first.
-void linger(const http_observer* observer, const metrics_spec& spec,
+/// its final figures taken (run_over) and the lingering said first.
+void linger(http_observer* observer, const metrics_spec& spec,
             const std::string& who);
 
 } // namespace stoker

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "stoker/errors.hpp"
+#include "core/log_line.hpp"
 #include "transport/sockets.hpp"
 
 namespace stoker {
@@ -33,6 +34,12 @@ std::string basp_guard::feed(const char* data, size_t size) {
     if (have_ < header_bytes)
       break;
     have_ = 0;
+    bool first = first_;
+    first_ = false;
+    if (first && header_[0] == 0x16 && header_[1] == 0x03)
+      return "the peer speaks TLS (its first bytes are a TLS ClientHello) "
+             "and this node has no tls.* set; expected tls.* on every node "
+             "of the cluster, or on none";
     if (header_[0] > last_operation)
       return "not a CAF message (BASP operation "
              + std::to_string(header_[0]) + ")";
@@ -62,6 +69,7 @@ struct direction {
   bool ended = false;
   short src_events = 0;
   short dst_events = 0;
+  uint64_t seen = 0; // bytes read from the source so far
   basp_guard guard;
 
   explicit direction(uint64_t max) : guard(max == 0 ? UINT64_MAX : max) {}
@@ -82,6 +90,7 @@ bool pump(socket_end& src, socket_end& dst, direction& d, bool check,
       size_t n = 0;
       auto r = src.read(d.buf.data(), d.buf.size(), n);
       if (r == tls_stream::io::done) {
+        d.seen += n;
         if (check)
           if (auto refused = d.guard.feed(d.buf.data(), n); !refused.empty()) {
             why = refused;
@@ -119,9 +128,12 @@ bool pump(socket_end& src, socket_end& dst, direction& d, bool check,
 }
 
 // Relays between `outer` and `inner` until one side ends or `stopping`.
-// Returns why it ended ("" for a clean close).
+// Returns why it ended ("" for a clean close). An outer side that has
+// sent nothing by `first_by` is closed (its slot is not held by silence).
 std::string relay(socket_end outer, socket_end inner, uint64_t max_message,
-                  const std::atomic<bool>& stopping) {
+                  const std::atomic<bool>& stopping,
+                  clock_type::time_point first_by = clock_type::time_point::max(),
+                  std::chrono::milliseconds first_within = {}) {
   direction in{max_message};  // outer -> inner
   direction out{max_message}; // inner -> outer
   std::string why;
@@ -130,13 +142,72 @@ std::string relay(socket_end outer, socket_end inner, uint64_t max_message,
     if (!pump(outer, inner, in, check, why)
         || !pump(inner, outer, out, check, why))
       return why;
+    int timeout = outer.pending() || inner.pending() ? 0 : 1000;
+    if (in.seen == 0) {
+      auto now = clock_type::now();
+      if (now >= first_by)
+        return "sent nothing within "
+               + std::to_string(first_within.count())
+               + " ms of being let in (cluster.connect-timeout); closed";
+      if (first_by != clock_type::time_point::max())
+        timeout = std::min<int>(
+          timeout, static_cast<int>(
+                     std::chrono::duration_cast<std::chrono::milliseconds>(
+                       first_by - now)
+                       .count())
+                     + 1);
+    }
     pollfd fds[2] = {
       {outer.fd, static_cast<short>(in.src_events | out.dst_events), 0},
       {inner.fd, static_cast<short>(out.src_events | in.dst_events), 0}};
-    int timeout = outer.pending() || inner.pending() ? 0 : 1000;
     ::poll(fds, 2, timeout);
   }
   return why;
+}
+
+// The address of "ADDRESS:PORT" (or "[ADDRESS]:PORT").
+std::string address_of(const std::string& peer) {
+  auto colon = peer.rfind(':');
+  return colon == std::string::npos ? peer : peer.substr(0, colon);
+}
+
+// Sends `bytes` on a fresh socket without waiting: the preface fits any
+// socket buffer; a peer that does not read it loses nothing of ours.
+void send_now(int fd, const std::string& bytes) {
+  ::send(fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+constexpr char preface_magic[5] = {'S', 'T', 'K', 'G', 1};
+constexpr char hello_magic[5] = {'S', 'T', 'K', 'C', 1};
+
+enum class first_bytes { hello, other, closed, silent };
+
+// Looks at what a new client sends first, until `deadline`: a node's
+// gate_hello (then taken off the stream) or anything else (left there
+// for the TLS handshake or the relay).
+first_bytes read_hello(int fd, clock_type::time_point deadline) {
+  char got[sizeof(hello_magic)];
+  for (;;) {
+    if (!wait_for(fd, false, deadline))
+      return first_bytes::silent;
+    auto n = ::recv(fd, got, sizeof got, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0)
+      return first_bytes::closed;
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR)
+        continue;
+      return first_bytes::closed;
+    }
+    auto size = static_cast<size_t>(n);
+    if (std::memcmp(got, hello_magic, size) != 0)
+      return first_bytes::other;
+    if (size == sizeof got) {
+      ::recv(fd, got, sizeof got, MSG_DONTWAIT); // peeked: it is there
+      return first_bytes::hello;
+    }
+    // The start of a hello, the rest on its way.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void say(const gate_options& options, const std::string& what) {
@@ -154,15 +225,101 @@ gate_options service_gate_options(std::string what,
   options.what = std::move(what);
   options.tls = std::move(tls);
   options.log = [](const std::string& line) {
-    std::cerr << "stoker-node: " + line + "\n" << std::flush;
+    write_line(2, "stoker-node: " + line);
   };
   return options;
+}
+
+std::string gate_hello() {
+  return std::string(hello_magic, sizeof(hello_magic));
+}
+
+std::string gate_preface(char verdict, const std::string& why) {
+  std::string out(preface_magic, sizeof(preface_magic));
+  out += verdict;
+  if (verdict == 'R') {
+    auto text = why.substr(0, 1000);
+    out += static_cast<char>(text.size() >> 8);
+    out += static_cast<char>(text.size() & 0xff);
+    out += text;
+  }
+  return out;
+}
+
+caf::expected<gate_verdict>
+read_gate_preface(int fd, clock_type::time_point deadline) {
+  auto read_exactly = [&](char* at, size_t size) {
+    size_t got = 0;
+    while (got < size) {
+      if (!wait_for(fd, false, deadline))
+        return false;
+      auto n = ::recv(fd, at + got, size - got, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+        return false;
+      if (n > 0)
+        got += static_cast<size_t>(n);
+    }
+    return true;
+  };
+  char head[sizeof(preface_magic) + 1];
+  if (!read_exactly(head, sizeof(head)))
+    return make_error(errc::run_failure,
+                      "no answer from its gate (the port closed, or said "
+                      "nothing in time: not a Stoker node port, or another "
+                      "Stoker release?)");
+  if (std::memcmp(head, preface_magic, sizeof(preface_magic)) != 0)
+    return make_error(errc::run_failure,
+                      "it did not answer as a Stoker node's port (another "
+                      "Stoker release, or another service on that port?)");
+  gate_verdict v;
+  v.verdict = head[sizeof(preface_magic)];
+  if (v.verdict == 'R') {
+    unsigned char size[2];
+    if (!read_exactly(reinterpret_cast<char*>(size), 2))
+      return make_error(errc::run_failure, "its refusal was cut short");
+    v.why.resize(size_t{size[0]} << 8 | size[1]);
+    if (!read_exactly(v.why.data(), v.why.size()))
+      return make_error(errc::run_failure, "its refusal was cut short");
+  } else if (v.verdict != 'T' && v.verdict != 'P') {
+    return make_error(errc::run_failure,
+                      "its gate answered with an unknown verdict (another "
+                      "Stoker release?)");
+  }
+  return v;
+}
+
+std::string refusal_log::note(const std::string& peer,
+                              const std::string& why,
+                              const std::string& line,
+                              clock_type::time_point now) {
+  auto address = address_of(peer);
+  std::lock_guard<std::mutex> guard{mutex_};
+  if (by_address_.size() > 4096) // a flood from many addresses: forget
+    for (auto i = by_address_.begin(); i != by_address_.end();)
+      i = now - i->second.said > interval_ ? by_address_.erase(i) : ++i;
+  auto [at, fresh] = by_address_.try_emplace(std::make_pair(address, why));
+  auto& e = at->second;
+  if (!fresh && now - e.said < interval_) {
+    ++e.unsaid;
+    return {};
+  }
+  auto out = line;
+  if (e.unsaid > 0)
+    out += " (and " + std::to_string(e.unsaid) + " more refused from "
+           + address + " for this in the "
+           + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                              now - e.said)
+                              .count())
+           + " s before this)";
+  e.said = now;
+  e.unsaid = 0;
+  return out;
 }
 
 gate::gate(private_tag, int fd, uint16_t port, uint16_t inner_port,
            gate_options options)
   : fd_(fd), port_(port), inner_port_(inner_port),
-    options_(std::move(options)) {
+    options_(std::move(options)), refusals_(options_.log_interval) {
   // The acceptor starts in open(), once the object is in place.
 }
 
@@ -219,8 +376,17 @@ void gate::reap_locked() {
   }
 }
 
+void gate::say_refused(const std::string& peer, const std::string& why) {
+  if (stopping_)
+    return;
+  auto line = refusals_.note(peer, why,
+                             options_.what + ": refused " + peer + ": " + why,
+                             clock_type::now());
+  if (!line.empty())
+    say(options_, line);
+}
+
 void gate::accept_loop() {
-  auto last_full = clock_type::time_point{};
   while (!stopping_) {
     std::string peer;
     int fd = detail::tcp_accept(fd_, peer);
@@ -237,18 +403,29 @@ void gate::accept_loop() {
     }
     std::lock_guard<std::mutex> guard{mutex_};
     reap_locked();
-    if (connections_.size() >= options_.max_connections) {
+    auto address = address_of(peer);
+    size_t from_peer = 0;
+    for (auto& c : connections_)
+      from_peer += c.address == address ? 1 : 0;
+    std::string why;
+    if (connections_.size() >= options_.max_connections)
+      why = "already " + std::to_string(connections_.size())
+            + " connections open, the most it takes at once; try again";
+    else if (from_peer >= options_.max_per_peer)
+      why = std::to_string(from_peer) + " connections from " + address
+            + " already open, the most one address may hold "
+              "(cluster.max-connections-per-peer = "
+            + std::to_string(options_.max_per_peer) + "); try again";
+    if (!why.empty()) {
       ++refused_;
+      if (options_.preface)
+        send_now(fd, gate_preface('R', why));
       ::close(fd);
-      if (clock_type::now() - last_full > std::chrono::seconds(1)) {
-        last_full = clock_type::now();
-        say(options_, options_.what + ": refused " + peer + ": already "
-                        + std::to_string(connections_.size())
-                        + " connections open");
-      }
+      say_refused(peer, why);
       continue;
     }
     auto& c = connections_.emplace_back();
+    c.address = std::move(address);
     c.outer = fd;
     c.thread = std::thread{[this, &c, peer] { serve(c, peer); }};
   }
@@ -257,11 +434,27 @@ void gate::accept_loop() {
 void gate::serve(connection& c, const std::string& peer) {
   auto refuse = [&](const std::string& why) {
     ++refused_;
-    if (!stopping_)
-      say(options_, options_.what + ": refused " + peer + ": " + why);
+    say_refused(peer, why);
     ::shutdown(c.outer, SHUT_RDWR);
     c.done = true;
   };
+  if (options_.preface) {
+    auto timeout = options_.handshake_timeout;
+    switch (read_hello(c.outer, clock_type::now() + timeout)) {
+      case first_bytes::hello:
+        send_now(c.outer, gate_preface(options_.tls ? 'T' : 'P'));
+        break;
+      case first_bytes::other:
+        break;
+      case first_bytes::closed:
+        return refuse("the peer closed the connection before saying "
+                      "anything");
+      case first_bytes::silent:
+        return refuse("sent nothing within "
+                      + std::to_string(timeout.count())
+                      + " ms (cluster.connect-timeout); closed");
+    }
+  }
   std::optional<tls_stream> tls;
   if (options_.tls) {
     auto accepted = tls_stream::accept(c.outer, *options_.tls,
@@ -287,13 +480,23 @@ void gate::serve(connection& c, const std::string& peer) {
     return;
   }
   ++admitted_;
+  // A BASP peer speaks as soon as CAF's handshake reaches it: one that
+  // says nothing only holds a slot.
+  bool basp = options_.max_message_bytes > 0;
   auto why = relay(socket_end{c.outer, tls ? &*tls : nullptr},
                    socket_end{c.inner, nullptr}, options_.max_message_bytes,
-                   stopping_);
+                   stopping_,
+                   basp ? clock_type::now() + options_.handshake_timeout
+                        : clock_type::time_point::max(),
+                   options_.handshake_timeout);
   if (!why.empty() && !stopping_) {
     ++refused_;
-    say(options_, options_.what + ": closed the connection from " + peer
-                    + ": " + why);
+    auto line = refusals_.note(peer, why,
+                               options_.what + ": closed the connection from "
+                                 + peer + ": " + why,
+                               clock_type::now());
+    if (!line.empty())
+      say(options_, line);
   }
   ::shutdown(c.outer, SHUT_RDWR);
   ::shutdown(c.inner, SHUT_RDWR);
@@ -303,7 +506,8 @@ void gate::serve(connection& c, const std::string& peer) {
 // -- tunnel -------------------------------------------------------------------
 
 tunnel::tunnel(private_tag, int listener, uint16_t local_port, int remote,
-               tls_stream stream, std::string peer, gate_options options)
+               std::optional<tls_stream> stream, std::string peer,
+               gate_options options)
   : listener_(listener),
     local_port_(local_port),
     remote_(remote),
@@ -319,18 +523,42 @@ tunnel::open(const std::string& host, uint16_t port, gate_options options) {
   auto remote = detail::tcp_connect(host, port, options.what);
   if (!remote)
     return std::move(remote.error());
-  auto fail = [&](const std::string& why) {
+  auto fail = [&](errc code, const std::string& why) {
     ::close(*remote);
-    // Not worth retrying: the same certificates meet the same check.
-    return make_error(errc::run_failure, options.what + " at " + where
-                                           + ": TLS failed: " + why);
+    return make_error(code, options.what + " at " + where + ": " + why);
   };
-  if (!options.tls)
-    return fail("no TLS context (internal error)");
-  auto stream = tls_stream::connect(*remote, *options.tls,
-                                    options.handshake_timeout);
-  if (!stream)
-    return fail(describe(stream.error()));
+  auto deadline = clock_type::now() + options.handshake_timeout;
+  auto hello = gate_hello();
+  ::send(*remote, hello.data(), hello.size(), MSG_NOSIGNAL);
+  auto verdict = read_gate_preface(*remote, deadline);
+  if (!verdict)
+    return fail(errc::run_failure, describe(verdict.error()));
+  if (verdict->verdict == 'R') // busy: worth another try
+    return fail(errc::io_failure, "refused this connection: "
+                                    + verdict->why);
+  if (verdict->verdict == 'T' && !options.tls)
+    return fail(errc::run_failure,
+                "it requires mutual TLS and this node has no tls.* set: set "
+                "tls.certificate, tls.key and tls.ca-file, or tls.dir, here "
+                "too");
+  std::optional<tls_stream> stream;
+  if (verdict->verdict == 'P' && options.tls) {
+    // Our ClientHello lets the other side say what is wrong there too.
+    (void) tls_stream::connect(*remote, *options.tls,
+                               std::chrono::milliseconds(500));
+    return fail(errc::run_failure,
+                "it speaks plain TCP (no tls.* set there) and this node has "
+                "tls.* set; expected the same tls.* on every node of the "
+                "cluster, or on none");
+  }
+  if (options.tls) {
+    auto opened = tls_stream::connect(*remote, *options.tls,
+                                      options.handshake_timeout);
+    // Not worth retrying: the same certificates meet the same check.
+    if (!opened)
+      return fail(errc::run_failure, "TLS failed: " + describe(opened.error()));
+    stream.emplace(std::move(*opened));
+  }
   auto local = detail::tcp_listen("127.0.0.1", 0, "a tunnel to " + where);
   if (!local) {
     ::close(*remote);
@@ -338,7 +566,7 @@ tunnel::open(const std::string& host, uint16_t port, gate_options options) {
   }
   auto result = std::make_unique<tunnel>(private_tag{}, local->fd,
                                          local->port, *remote,
-                                         std::move(*stream), where,
+                                         std::move(stream), where,
                                          std::move(options));
   result->thread_ = std::thread{[self = result.get()] { self->run(); }};
   return result;
@@ -369,7 +597,7 @@ void tunnel::run() {
   }
   ::shutdown(listener_, SHUT_RDWR);
   if (local_ >= 0 && !stopping_) {
-    auto why = relay(socket_end{remote_, &stream_},
+    auto why = relay(socket_end{remote_, stream_ ? &*stream_ : nullptr},
                      socket_end{local_.load(), nullptr},
                      options_.max_message_bytes, stopping_);
     if (!why.empty() && !stopping_)

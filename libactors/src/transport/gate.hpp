@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -33,9 +35,65 @@ public:
 
 private:
   uint64_t max_;
+  bool first_ = true; // the stream's first header: a TLS ClientHello?
   unsigned char header_[header_bytes] = {};
   size_t have_ = 0;   // bytes of the current header read
   uint64_t skip_ = 0; // payload bytes left of the current message
+};
+
+/// What a node's tunnel says first on a node port: "STKC", version 1.
+/// A gate with gate_options::preface answers it with its verdict
+/// (gate_preface) before any TLS; any other client (openssl, a browser, a
+/// bare CAF peer) is served as before, without one, so its TLS refusal
+/// still names what is wrong with its certificate.
+std::string gate_hello();
+
+/// A node port's verdict: "STKG", version 1, then 'T' (admitted; mutual
+/// TLS follows), 'P' (admitted; plain TCP follows) or 'R', a 2-byte
+/// big-endian length and why it refused (full, too many from one
+/// address). The tunnel reads it, so a refused node says why and tries
+/// again, and a node whose tls.* differs from the port's says so at once.
+/// A refusal is sent to every client at once (it is closed anyway).
+std::string gate_preface(char verdict, const std::string& why = {});
+
+/// A gate's preface as a tunnel read it.
+struct gate_verdict {
+  char verdict = 0; ///< 'T', 'P' or 'R'
+  std::string why;  ///< the refusal's reason
+};
+
+/// Reads a gate's preface from `fd` until `deadline`; an error
+/// (errc::run_failure) says what came instead.
+caf::expected<gate_verdict>
+read_gate_preface(int fd, std::chrono::steady_clock::time_point deadline);
+
+/// Says a gate's refusals at most once per peer address and reason per
+/// interval, with how many more there were: a flood (or a node retrying)
+/// from one address is one line, not thousands, while another reason from
+/// it (on loopback every node is 127.0.0.1) is still said. Thread-safe:
+/// the gate's threads share it.
+class refusal_log {
+public:
+  using clock_type = std::chrono::steady_clock;
+
+  explicit refusal_log(std::chrono::milliseconds interval)
+    : interval_(interval) {}
+
+  /// `line` about refusing `peer` ("ADDRESS:PORT") for `why`, at `now`:
+  /// the text to say, or empty when this address and reason were said
+  /// within the interval (then it is counted into the next such line).
+  std::string note(const std::string& peer, const std::string& why,
+                   const std::string& line, clock_type::time_point now);
+
+private:
+  struct entry {
+    clock_type::time_point said;
+    uint64_t unsaid = 0;
+  };
+
+  std::chrono::milliseconds interval_;
+  std::mutex mutex_;
+  std::map<std::pair<std::string, std::string>, entry> by_address_;
 };
 
 /// What a gate checks on each connection.
@@ -46,10 +104,21 @@ struct gate_options {
   std::shared_ptr<const tls_context> tls;
   /// The BASP check (0 = none: the inner port does not speak BASP).
   uint64_t max_message_bytes = 0;
-  /// How long a peer has to finish the TLS handshake.
+  /// How long a peer has to finish the TLS handshake, and (BASP ports)
+  /// to send its first message after it was admitted: a peer that sends
+  /// nothing is closed, with or without TLS.
   std::chrono::milliseconds handshake_timeout{10000};
   /// At most this many connections at once; more are refused.
   size_t max_connections = 512;
+  /// At most this many at once from one peer address (cluster.
+  /// max-connections-per-peer): one address cannot take every slot.
+  size_t max_per_peer = 64;
+  /// Node ports: answer a node's gate_hello with the verdict
+  /// (gate_preface), and say a refusal to every client. Off for services
+  /// that browsers and other clients reach (the console, /metrics).
+  bool preface = false;
+  /// Refusals are said at most once per peer address this often.
+  std::chrono::milliseconds log_interval{10000};
   /// Where refusals and failures are said (any thread).
   std::function<void(const std::string&)> log;
 };
@@ -94,6 +163,7 @@ public:
 
 private:
   struct connection {
+    std::string address; // the peer's, without its port
     int outer = -1;
     int inner = -1;
     std::atomic<bool> done{false};
@@ -103,6 +173,8 @@ private:
   void accept_loop();
   void serve(connection& c, const std::string& peer);
   void reap_locked();
+  // Says a refusal of `peer` (rate-limited per address).
+  void say_refused(const std::string& peer, const std::string& why);
 
   int fd_;
   uint16_t port_;
@@ -111,16 +183,21 @@ private:
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> admitted_{0};
   std::atomic<uint64_t> refused_{0};
+  refusal_log refusals_;
   std::mutex mutex_;
   std::list<connection> connections_;
   std::thread acceptor_;
 };
 
-/// The way out for a plain-TCP client on this node (CAF's remote_actor): a
-/// TLS connection to host:port, opened and confirmed at once (so a refusal
-/// is an error here, with the reason, not a hung or silent CAF connect),
-/// then relayed to the first connection accepted on a loopback port of
-/// its own. Ends when either side closes; the destructor closes and joins.
+/// The way out for a plain-TCP client on this node (CAF's remote_actor) to
+/// another node's port: a connection to host:port that says gate_hello
+/// and reads the gate's verdict (gate_preface), then, with `options.tls`, mutual TLS opened
+/// and confirmed at once — so a refusal is an error here, with the
+/// reason, not a hung or silent CAF connect — then relayed to the first
+/// connection accepted on a loopback port of its own. A busy gate's
+/// refusal is errc::io_failure (worth trying again); a TLS refusal, or
+/// tls.* here and there that differ, errc::run_failure. Ends when either
+/// side closes; the destructor closes and joins.
 class tunnel {
 public:
   static caf::expected<std::unique_ptr<tunnel>>
@@ -141,7 +218,8 @@ private:
 
 public:
   tunnel(private_tag, int listener, uint16_t local_port, int remote,
-         tls_stream stream, std::string peer, gate_options options);
+         std::optional<tls_stream> stream, std::string peer,
+         gate_options options);
 
 private:
   void run();
@@ -150,7 +228,7 @@ private:
   uint16_t local_port_;
   int remote_;
   std::atomic<int> local_{-1}; // set by the relay thread, read by ~tunnel
-  tls_stream stream_;
+  std::optional<tls_stream> stream_; // none: plain TCP
   std::string peer_;
   gate_options options_;
   std::atomic<bool> stopping_{false};
