@@ -80,21 +80,108 @@ BOOST_AUTO_TEST_CASE(the_articles_cluster_puts_the_head_on_the_gpu_host) {
   BOOST_TEST(node.cluster.head_port == 4242);
   BOOST_TEST(node.cluster.bind == "algo-2"); // reachable from algo-1
   BOOST_TEST(node.instance_type == "ml.c5.4xlarge");
-  BOOST_TEST(!node.companion);
+  BOOST_TEST(node.companions.empty());
   // The same file on the GPU host: the head, and its trainer beside it.
   node_options head;
   apply_discovery(sagemaker("article.json", "algo-1"), head);
   BOOST_TEST(to_string(head.role) == "head");
-  BOOST_REQUIRE(head.companion.has_value());
-  BOOST_TEST(head.companion->name == "algo-1");
-  BOOST_TEST(to_string(head.companion->role) == "trainer");
+  BOOST_REQUIRE_EQUAL(head.companions.size(), 1u);
+  BOOST_TEST(head.companions[0].name == "algo-1");
+  BOOST_TEST(to_string(head.companions[0].role) == "trainer");
   BOOST_REQUIRE_EQUAL(head.cluster.nodes.size(), 2u);
   BOOST_TEST(to_string(head.cluster.nodes[1].role) == "worker");
+}
+
+// "name:role" for each node of a plan (cluster.nodes).
+std::string plan_of(const node_options& node) {
+  std::string out;
+  for (auto& n : node.cluster.nodes)
+    out += (out.empty() ? "" : " ") + n.name + ":" + to_string(n.role);
+  return out;
 }
 
 BOOST_AUTO_TEST_CASE(a_homogeneous_cluster_trains_on_every_host) {
   BOOST_TEST(roles_of(sagemaker("homogeneous.json"))
              == "algo-1:trainer* algo-2:trainer algo-3:trainer<");
+}
+
+// No worker host (a homogeneous cluster, a file without instance groups):
+// the head waited for ever with nothing to make batches. Each trainer
+// host now runs its own CPU workers, a worker node HOST-cpu beside it.
+BOOST_AUTO_TEST_CASE(trainer_hosts_without_worker_hosts_run_their_own_workers) {
+  node_options on3;
+  apply_discovery(sagemaker("homogeneous.json"), on3);
+  BOOST_TEST(plan_of(on3)
+             == "algo-1:trainer algo-1-cpu:worker algo-2:trainer "
+                "algo-2-cpu:worker algo-3:trainer algo-3-cpu:worker");
+  BOOST_TEST(to_string(on3.role) == "trainer");
+  BOOST_TEST(on3.name == "algo-3");
+  BOOST_REQUIRE_EQUAL(on3.companions.size(), 1u);
+  BOOST_TEST(on3.companions[0].name == "algo-3-cpu");
+  BOOST_TEST(to_string(on3.companions[0].role) == "worker");
+  BOOST_TEST(on3.discovered.find("no worker host") != std::string::npos,
+             on3.discovered);
+  // The head's host: the head, its trainer and its workers.
+  node_options on1;
+  apply_discovery(sagemaker("homogeneous.json", "algo-1"), on1);
+  BOOST_TEST(to_string(on1.role) == "head");
+  BOOST_REQUIRE_EQUAL(on1.companions.size(), 2u);
+  BOOST_TEST(on1.companions[0].name == "algo-1");
+  BOOST_TEST(to_string(on1.companions[0].role) == "trainer");
+  BOOST_TEST(on1.companions[1].name == "algo-1-cpu");
+  BOOST_TEST(to_string(on1.companions[1].role) == "worker");
+  BOOST_TEST(plan_of(on1) == plan_of(on3));
+  // With a worker host, no trainer host runs workers of its own.
+  node_options article;
+  apply_discovery(sagemaker("article.json", "algo-1"), article);
+  BOOST_TEST(plan_of(article) == "algo-1:trainer algo-2:worker");
+}
+
+// A host or a group named twice was taken (the second "gpu" group won and
+// the GPU hosts became workers); each is refused by name.
+BOOST_AUTO_TEST_CASE(a_host_or_group_named_twice_is_refused_by_name) {
+  BOOST_TEST(sagemaker_error(R"({"hosts": ["a", "b", "a"],
+    "current_host": "a"})")
+               .find("F: host \"a\" is listed twice in \"hosts\"")
+             != std::string::npos);
+  BOOST_TEST(sagemaker_error(R"({"hosts": ["a", "b"], "current_host": "a",
+    "instance_groups": [{"instance_group_name": "gpu",
+                         "instance_type": "x", "hosts": ["a"]},
+                        {"instance_group_name": "gpu",
+                         "instance_type": "y", "hosts": ["b"]}]})")
+               .find("F: instance_groups[1]: instance_group_name \"gpu\" is "
+                     "also instance_groups[0]'s")
+             != std::string::npos);
+  BOOST_TEST(sagemaker_error(R"({"hosts": ["a", "b"], "current_host": "a",
+    "instance_groups": [{"instance_group_name": "gpu",
+                         "instance_type": "x", "hosts": ["a", "a"]},
+                        {"instance_group_name": "cpu",
+                         "instance_type": "y", "hosts": ["b"]}]})")
+               .find("host \"a\" is listed twice in instance group \"gpu\"")
+             != std::string::npos);
+  BOOST_TEST(sagemaker_error(R"({"hosts": ["a", "b"], "current_host": "a",
+    "instance_groups": [{"instance_group_name": "gpu",
+                         "instance_type": "x", "hosts": ["a"]},
+                        {"instance_group_name": "cpu",
+                         "instance_type": "y", "hosts": ["a", "b"]}]})")
+               .find("host \"a\" is in two instance groups (\"gpu\" and "
+                     "\"cpu\")")
+             != std::string::npos);
+  environment_map env{{"SLURM_PROCID", "0"},
+                      {"SLURM_JOB_NODELIST", "n[1-2],n1"}};
+  BOOST_TEST(describe(discover_slurm(env, "", "").error())
+               .find("host \"n1\" is listed twice in SLURM_JOB_NODELIST")
+             != std::string::npos);
+  environment_map het{{"SLURM_PROCID", "0"},
+                      {"SLURM_HET_SIZE", "2"},
+                      {"SLURM_JOB_NODELIST_HET_GROUP_0", "c1,g1"},
+                      {"SLURM_JOB_NODELIST_HET_GROUP_1", "g1"},
+                      {"SLURM_GPUS_PER_NODE_HET_GROUP_1", "4"}};
+  BOOST_TEST(describe(discover_slurm(het, "", "").error())
+               .find("host \"g1\" is listed twice (in "
+                     "SLURM_JOB_NODELIST_HET_GROUP_0 and "
+                     "SLURM_JOB_NODELIST_HET_GROUP_1)")
+             != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(two_gpu_hosts_and_three_cpu_hosts) {
@@ -194,7 +281,8 @@ BOOST_AUTO_TEST_CASE(a_slurm_het_job_trains_on_the_component_with_gpus) {
   BOOST_REQUIRE(static_cast<bool>(on_head));
   apply_discovery(*on_head, head);
   BOOST_TEST(to_string(head.role) == "head");
-  BOOST_TEST(to_string(head.companion->role) == "worker");
+  BOOST_REQUIRE_EQUAL(head.companions.size(), 1u);
+  BOOST_TEST(to_string(head.companions[0].role) == "worker");
   // Without a GPU hint the trainer group must be named.
   env.erase("SLURM_TRES_PER_NODE_HET_GROUP_1");
   auto none = discover_slurm(env, "", "");
@@ -207,6 +295,71 @@ BOOST_AUTO_TEST_CASE(a_slurm_het_job_trains_on_the_component_with_gpus) {
              == "cpu1:worker*< cpu2:worker gpu1:trainer gpu2:trainer");
 }
 
+// Every task of a job must work out one plan: each host's plan (the
+// nodes, their roles, the head) for the environment each task sees.
+std::vector<std::string>
+plans_of_every_task(const std::vector<environment_map>& tasks) {
+  std::vector<std::string> plans;
+  for (auto& env : tasks) {
+    auto c = discover_slurm(env, "", "");
+    BOOST_REQUIRE_MESSAGE(static_cast<bool>(c), why(c));
+    node_options node;
+    apply_discovery(*c, node);
+    plans.push_back(plan_of(node) + " head " + node.cluster.head_host);
+  }
+  return plans;
+}
+
+// Roles came from each node's own SLURM_GPUS_ON_NODE: with GPUs on some
+// nodes only, each host printed another plan and the run hung. The plan
+// is now a function of job-wide facts, the same on every host.
+BOOST_AUTO_TEST_CASE(every_slurm_task_works_out_the_same_plan) {
+  auto job = [](const environment_map& shared,
+                const std::vector<std::string>& hosts,
+                const std::vector<environment_map>& own) {
+    std::vector<environment_map> tasks;
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      auto env = shared;
+      env["SLURM_PROCID"] = std::to_string(i);
+      env["SLURMD_NODENAME"] = hosts[i];
+      for (auto& [k, v] : own[i])
+        env[k] = v;
+      tasks.push_back(std::move(env));
+    }
+    return tasks;
+  };
+  // GPUs on n1 and n3 only (a job over mixed nodes): each node's own
+  // variables differ; every task prints the first plan.
+  auto mixed = plans_of_every_task(
+    job({{"SLURM_JOB_NODELIST", "n[1-3]"}, {"SLURM_NTASKS", "3"}},
+        {"n1", "n2", "n3"},
+        {{{"SLURM_GPUS_ON_NODE", "2"}, {"SLURM_JOB_GPUS", "0,1"}},
+         {},
+         {{"SLURM_GPUS_ON_NODE", "1"}, {"SLURM_JOB_GPUS", "0"}}}));
+  for (auto& plan : mixed)
+    BOOST_TEST(plan == mixed[0]);
+  BOOST_TEST(mixed[0] == "n1:trainer n2:worker n3:worker head n1");
+  // --gpus-per-node: every host trains, and runs its own workers.
+  auto every = plans_of_every_task(
+    job({{"SLURM_JOB_NODELIST", "g[1-2]"}, {"SLURM_GPUS_PER_NODE", "4"}},
+        {"g1", "g2"}, {{{"SLURM_GPUS_ON_NODE", "4"}}, {}}));
+  BOOST_TEST(every[0] == every[1]);
+  BOOST_TEST(every[0]
+             == "g1:trainer g1-cpu:worker g2:trainer g2-cpu:worker head g1");
+  // A het job: the group's job-wide GPU request, not a node's own.
+  auto het = plans_of_every_task(
+    job({{"SLURM_HET_SIZE", "2"},
+         {"SLURM_JOB_NODELIST_HET_GROUP_0", "c[1-2]"},
+         {"SLURM_JOB_NODELIST_HET_GROUP_1", "g1"},
+         {"SLURM_TRES_PER_NODE_HET_GROUP_1", "gres/gpu:2"}},
+        {"c1", "c2", "g1"},
+        {{{"SLURM_JOB_GPUS_HET_GROUP_0", "0"}}, {},
+         {{"SLURM_JOB_GPUS_HET_GROUP_1", "0,1"}}}));
+  for (auto& plan : het)
+    BOOST_TEST(plan == het[0]);
+  BOOST_TEST(het[0] == "c1:worker c2:worker g1:trainer head c1");
+}
+
 BOOST_AUTO_TEST_CASE(a_plain_slurm_job_and_its_errors) {
   environment_map env{{"SLURM_PROCID", "1"},
                       {"SLURM_JOB_NODELIST", "n[1-3]"},
@@ -214,7 +367,10 @@ BOOST_AUTO_TEST_CASE(a_plain_slurm_job_and_its_errors) {
   auto c = discover_slurm(env, "", "");
   BOOST_REQUIRE(static_cast<bool>(c));
   BOOST_TEST(roles_of(*c) == "n1:trainer* n2:worker< n3:worker");
-  env["SLURM_GPUS_ON_NODE"] = "2";
+  env["SLURM_GPUS_ON_NODE"] = "2"; // this node's own: not read
+  BOOST_TEST(roles_of(*discover_slurm(env, "", ""))
+             == "n1:trainer* n2:worker< n3:worker");
+  env["SLURM_TRES_PER_NODE"] = "gres/gpu:2"; // the job's
   BOOST_TEST(roles_of(*discover_slurm(env, "", ""))
              == "n1:trainer* n2:trainer< n3:trainer");
   env["SLURM_NTASKS"] = "6";

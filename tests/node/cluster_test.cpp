@@ -372,6 +372,28 @@ BOOST_AUTO_TEST_CASE(sagemaker_hosts_given_one_command_line_find_their_roles) {
   BOOST_TEST(read_file(bad.log).find(broken + ": no \"current_host\" field")
                != std::string::npos,
              read_file(bad.log));
+  // On a GPU host beyond loopback without tls.*, printing the plan starts
+  // nothing, so it needs no TLS (it was refused, exit 2, with no plan).
+  auto article = std::string{STOKER_SOURCE_DIR}
+                 + "/tests/config/sagemaker/article.json";
+  auto on_gpu_host = start_node({"--cluster.discover=sagemaker",
+                                 "--cluster.sagemaker-config=" + article,
+                                 "--cluster.current-host=algo-1",
+                                 "--print-nodes"},
+                                tmp_path("sm-print-gpu.log"));
+  BOOST_TEST(wait_exit(on_gpu_host, 30s) == 0, read_file(on_gpu_host.log));
+  BOOST_TEST(read_file(on_gpu_host.log).find("algo-1 trainer 0\nalgo-2 worker 0")
+               != std::string::npos,
+             read_file(on_gpu_host.log));
+  // Without --print-nodes the same host still needs tls.* (or insecure).
+  auto unprotected = start_node({"--cluster.discover=sagemaker",
+                                 "--cluster.sagemaker-config=" + article,
+                                 "--cluster.current-host=algo-1"},
+                                tmp_path("sm-unprotected.log"));
+  BOOST_TEST(wait_exit(unprotected, 30s) == 2);
+  BOOST_TEST(read_file(unprotected.log).find("cluster.bind = \"algo-1\"")
+               != std::string::npos,
+             read_file(unprotected.log));
   auto with_role = start_node({"--cluster.discover=sagemaker", "--role=worker",
                                "--cluster.sagemaker-config=" + file},
                               tmp_path("sm-role.log"));
@@ -380,6 +402,64 @@ BOOST_AUTO_TEST_CASE(sagemaker_hosts_given_one_command_line_find_their_roles) {
                                            "role")
              != std::string::npos);
   std::remove(broken.c_str());
+}
+
+// Every host in the trainer group (SageMaker's homogeneousCluster): the
+// head said "1 node(s) joined, running" and waited for ever. Each trainer
+// host now runs its own CPU workers (HOST-cpu) and the run completes.
+BOOST_AUTO_TEST_CASE(a_discovered_cluster_of_trainer_hosts_only_runs_its_own_workers) {
+  auto file = std::string{STOKER_SOURCE_DIR}
+              + "/tests/config/sagemaker/loopback-homogeneous.json";
+  auto port = std::to_string(free_port());
+  auto report = tmp_path("homogeneous.json");
+  std::remove(report.c_str());
+  auto same = [&](const std::string& host) {
+    return with_small({"--cluster.discover=sagemaker",
+                       "--cluster.sagemaker-config=" + file,
+                       "--cluster.current-host=" + host,
+                       "--cluster.port=" + port, "--worker.count=1",
+                       "--pipeline.dataset-size=640",
+                       "--pipeline.batch-size=16", "--report=" + report});
+  };
+  std::vector<child> hosts;
+  for (auto host : {"127.0.0.1", "127.0.0.2"})
+    hosts.push_back(start_node(same(host),
+                               tmp_path(std::string{"hom-"} + host + ".log")));
+  for (auto& h : hosts)
+    BOOST_TEST(wait_exit(h, 90s) == 0, read_file(h.log));
+  auto head = read_file(hosts[0].log);
+  BOOST_TEST(head.find("this host 127.0.0.1 runs head and trainer 127.0.0.1 "
+                       "and worker 127.0.0.1-cpu")
+               != std::string::npos,
+             head);
+  BOOST_TEST(head.find("4 node(s) joined, running") != std::string::npos,
+             head);
+  auto json = read_file(report);
+  BOOST_TEST(json.find("\"samples_delivered\": 640,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("127.0.0.2-cpu/0") != std::string::npos, json);
+  std::remove(report.c_str());
+}
+
+// A plan with no worker node at all (here written by hand) fails after
+// cluster.join-timeout, naming it, instead of waiting for ever.
+BOOST_AUTO_TEST_CASE(a_run_no_worker_ever_joins_fails_naming_the_join_timeout) {
+  auto head = start_head("noworker",
+                         with_small({"--cluster.nodes=[\"t-0:trainer\"]",
+                                     "--cluster.join-timeout=2s",
+                                     "--pipeline.dataset-size=64"}));
+  auto trainer = start_member(head.at, "noworker", "trainer", "t-0",
+                              with_small({}));
+  BOOST_TEST(wait_exit(head.proc, 60s) == 1, read_file(head.proc.log));
+  auto log = read_file(head.proc.log);
+  BOOST_TEST(log.find("no CPU worker has joined yet; waiting up to 2000 ms "
+                      "(cluster.join-timeout)")
+               != std::string::npos,
+             log);
+  BOOST_TEST(log.find("no CPU worker joined (nothing makes batches") != std::string::npos,
+             log);
+  BOOST_TEST(wait_exit(trainer, 30s) != -1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -237,9 +237,11 @@ struct node_options {
   std::string instance_type; ///< node.instance-type (SageMaker fills it)
   /// node.prices: "TYPE=DOLLARS_PER_HOUR" as the user supplies them.
   std::vector<std::pair<std::string, double>> prices;
-  /// Set by discovery on the head's machine: the node it runs beside the
-  /// head (SageMaker: the first GPU host's trainer), as a second process.
-  std::optional<node_spec> companion;
+  /// Set by discovery: the nodes this host runs beside its own, each as a
+  /// process of its own: on the head's host, the host's node (SageMaker:
+  /// the first GPU host's trainer); on a trainer host of a cluster with no
+  /// worker host, a worker node HOST-cpu (its own CPU workers).
+  std::vector<node_spec> companions;
   /// What discovery found, said by --print-nodes and at the start.
   std::string discovered;
   /// Each worker of this node does its transform work this many times (it

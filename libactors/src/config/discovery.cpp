@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -51,6 +52,15 @@ hosts_field(const json& j, const char* key, const std::string& where) {
     out.push_back(h.get<std::string>());
   }
   return out;
+}
+
+// The first name `names` holds twice, or "".
+std::string listed_twice(const std::vector<std::string>& names) {
+  std::set<std::string> seen;
+  for (auto& n : names)
+    if (!seen.insert(n).second)
+      return n;
+  return {};
 }
 
 bool has_gpus(const std::string& value) {
@@ -201,6 +211,9 @@ discover_sagemaker(const std::string& text, const std::string& where,
   auto hosts = hosts_field(j, "hosts", where);
   if (!hosts)
     return std::move(hosts.error());
+  if (auto twice = listed_twice(*hosts); !twice.empty())
+    return bad(where, "host \"" + twice + "\" is listed twice in \"hosts\"; "
+                      "expected each host once");
   std::string self = current_host;
   if (self.empty()) {
     auto from_file = text_field(j, "current_host", where);
@@ -220,6 +233,7 @@ discover_sagemaker(const std::string& text, const std::string& where,
     if (!groups->is_array() || groups->empty())
       return bad(where, "\"instance_groups\" is not a non-empty list");
     bool found = false;
+    std::map<std::string, size_t> group_index; // name -> its first index
     for (size_t g = 0; g < groups->size(); ++g) {
       auto& group = (*groups)[g];
       auto at = where + ": instance_groups[" + std::to_string(g) + "]";
@@ -231,14 +245,29 @@ discover_sagemaker(const std::string& text, const std::string& where,
       auto type = text_field(group, "instance_type", at);
       if (!type)
         return std::move(type.error());
+      // Two groups of one name: the second "gpu" used to win, and the
+      // real GPU hosts became workers.
+      if (auto [first, fresh] = group_index.emplace(*name, g); !fresh)
+        return bad(at, "instance_group_name \"" + *name
+                         + "\" is also instance_groups["
+                         + std::to_string(first->second)
+                         + "]'s; expected each group named once");
       auto members = hosts_field(group, "hosts", at);
       if (!members)
         return std::move(members.error());
+      if (auto twice = listed_twice(*members); !twice.empty())
+        return bad(at, "host \"" + twice
+                         + "\" is listed twice in instance group \"" + *name
+                         + "\"");
       for (auto& h : *members) {
         if (std::find(hosts->begin(), hosts->end(), h) == hosts->end())
           return bad(at, "host \"" + h + "\" is not in \"hosts\"");
-        if (!group_of.emplace(h, std::make_pair(*name, *type)).second)
-          return bad(at, "host \"" + h + "\" is in two instance groups");
+        if (auto [other, fresh] =
+              group_of.emplace(h, std::make_pair(*name, *type));
+            !fresh)
+          return bad(at, "host \"" + h + "\" is in two instance groups (\""
+                           + other->second.first + "\" and \"" + *name
+                           + "\")");
       }
       if (*name == trainer_group) {
         found = true;
@@ -329,6 +358,7 @@ discover_slurm(const environment_map& env, const std::string& trainer_group,
                             + "\": expected a het group number below "
                             + het + " (or empty: the group with GPUs)");
     }
+    std::map<std::string, unsigned long> het_group_of; // host -> group
     for (unsigned long g = 0; g < size; ++g) {
       auto suffix = "_HET_GROUP_" + std::to_string(g);
       auto list = require("SLURM_JOB_NODELIST" + suffix);
@@ -339,8 +369,10 @@ discover_slurm(const environment_map& env, const std::string& trainer_group,
         return make_error(errc::invalid_config,
                           "SLURM_JOB_NODELIST" + suffix + ": "
                             + describe(hosts.error()));
+      // Job-wide facts only (the same in every task's environment):
+      // SLURM_JOB_GPUS and SLURM_GPUS_ON_NODE are this node's own.
       bool gpus = false;
-      for (auto key : {"SLURM_JOB_GPUS", "SLURM_GPUS", "SLURM_GPUS_PER_NODE"})
+      for (auto key : {"SLURM_GPUS", "SLURM_GPUS_PER_NODE"})
         gpus = gpus || has_gpus(get(env, key + suffix));
       gpus = gpus
              || get(env, "SLURM_TRES_PER_NODE" + suffix).find("gpu")
@@ -348,6 +380,16 @@ discover_slurm(const environment_map& env, const std::string& trainer_group,
       bool trains = chosen >= 0 ? static_cast<long>(g) == chosen
                                 : gpus && trainers.empty();
       for (auto& h : *hosts) {
+        if (auto [known, fresh] = het_group_of.emplace(h, g); !fresh)
+          return make_error(
+            errc::invalid_config,
+            "cluster.discover = slurm: host \"" + h + "\" is listed twice ("
+              + (known->second == g
+                   ? "in SLURM_JOB_NODELIST" + suffix
+                   : "in SLURM_JOB_NODELIST_HET_GROUP_"
+                       + std::to_string(known->second)
+                       + " and SLURM_JOB_NODELIST" + suffix)
+              + "); expected each host once");
         out.nodes.push_back(
           {h, trains ? role_kind::trainer : role_kind::worker, {}});
         if (trains)
@@ -373,8 +415,19 @@ discover_slurm(const environment_map& env, const std::string& trainer_group,
     if (!hosts)
       return make_error(errc::invalid_config,
                         "SLURM_JOB_NODELIST: " + describe(hosts.error()));
-    bool gpus = has_gpus(get(env, "SLURM_GPUS_ON_NODE"))
-                || !get(env, "SLURM_JOB_GPUS").empty();
+    if (auto twice = listed_twice(*hosts); !twice.empty())
+      return make_error(errc::invalid_config,
+                        "cluster.discover = slurm: host \"" + twice
+                          + "\" is listed twice in SLURM_JOB_NODELIST \""
+                          + list + "\"; expected each host once");
+    // GPUs on every node, from the job's request (--gpus-per-node, or
+    // --gres=gpu:N): the same in every task's environment, so every host
+    // works out the same plan. A node's own SLURM_GPUS_ON_NODE or
+    // SLURM_JOB_GPUS differ between nodes (a job's nodes need not all
+    // have GPUs) and gave each host a different plan: not read.
+    bool gpus = has_gpus(get(env, "SLURM_GPUS_PER_NODE"))
+                || get(env, "SLURM_TRES_PER_NODE").find("gpu")
+                     != std::string::npos;
     for (size_t i = 0; i < hosts->size(); ++i)
       out.nodes.push_back({(*hosts)[i],
                            gpus || i == 0 ? role_kind::trainer
@@ -426,26 +479,47 @@ void apply_discovery(const discovered_cluster& found, node_options& node) {
   if (node.instance_type.empty())
     node.instance_type = self.instance_type;
   node.host = self.host;
+  // No worker host (a homogeneous GPU cluster): each trainer host runs
+  // its own CPU workers too, as the local role does, in a worker node
+  // named HOST-cpu; else nothing would make batches.
+  bool worker_hosts = std::any_of(found.nodes.begin(), found.nodes.end(),
+                                  [](auto& n) {
+                                    return n.role == role_kind::worker;
+                                  });
+  auto own_workers = [&](const discovered_node& n) {
+    return node_spec{n.host + "-cpu", role_kind::worker, 0};
+  };
   c.nodes.clear(); // the head waits for them; --print-nodes shows them
-  for (auto& n : found.nodes)
+  for (auto& n : found.nodes) {
     c.nodes.push_back(node_spec{n.host, n.role, 0});
+    if (!worker_hosts && n.role == role_kind::trainer)
+      c.nodes.push_back(own_workers(n));
+  }
+  node.companions.clear();
   if (found.self == found.head) {
     node.role = role_kind::head;
     node.name = self.host + "-head";
-    node.companion = node_spec{self.host, self.role, 0};
+    node.companions.push_back(node_spec{self.host, self.role, 0});
   } else {
     node.role = self.role;
     node.name = self.host;
   }
+  if (!worker_hosts && self.role == role_kind::trainer)
+    node.companions.push_back(own_workers(self));
   size_t trainers = 0;
   for (auto& n : found.nodes)
     trainers += n.role == role_kind::trainer ? 1 : 0;
+  std::string runs = to_string(node.role);
+  for (auto& beside : node.companions)
+    runs += " and " + to_string(beside.role) + " " + beside.name;
   node.discovered = found.source + ": " + std::to_string(found.nodes.size())
                     + " host(s), " + std::to_string(trainers)
-                    + " trainer(s); head on " + head.host + ":"
-                    + std::to_string(c.port) + "; this host " + self.host
-                    + " runs " + to_string(node.role)
-                    + (node.companion ? " and " + to_string(self.role) : "");
+                    + " trainer(s)"
+                    + (worker_hosts ? ""
+                                    : ", no worker host: each trainer host "
+                                      "runs its own CPU workers (HOST-cpu)")
+                    + "; head on " + head.host + ":" + std::to_string(c.port)
+                    + "; this host " + self.host + " runs " + runs;
 }
 
 caf::error apply_platform_discovery(run_config& cfg) {

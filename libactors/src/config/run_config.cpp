@@ -27,26 +27,9 @@ constexpr const char* fused_blur_keys[] = {
   "pipeline.blur-repeat", "pipeline.blur-kernel", "pipeline.blur-impl",
   "pipeline.blur-isa",    "pipeline.sigma-min",   "pipeline.sigma-max"};
 
-// The checks that span keys, on values each of which is fine alone.
-caf::error check_across_keys(const run_config& cfg,
-                             const caf::settings& content) {
-  auto& node = cfg.node;
-  auto& p = cfg.pipeline;
-  if ((node.role == role_kind::worker || node.role == role_kind::trainer)
-      && node.cluster.head_host.empty())
-    return bad("--role=" + to_string(node.role)
-               + " needs --cluster.head=HOST:PORT (where the head listens)");
-  if (node.resume && node.role == role_kind::worker)
-    return bad("--resume with --role=worker: workers keep no state; "
-               "expected --role=local, trainer or head");
-  if (node.resume && node.role == role_kind::head
-      && node.cluster.state_dir.empty())
-    return bad("--resume with --role=head needs cluster.state-dir (where the "
-               "head journaled the run)");
-  if (node.resume && node.role != role_kind::head
-      && node.trainer.checkpoint_dir.empty())
-    return bad("--resume needs trainer.checkpoint-dir (where the checkpoint "
-               "is)");
+// What this node would listen on, against the rule: nothing beyond
+// loopback unauthenticated unless asked for.
+caf::error check_listening(const node_options& node) {
   // With TLS, a console beyond loopback takes only clients with a
   // certificate of the cluster's CA; without, a token is the least.
   if (!is_loopback(node.console.bind) && node.console.token.empty()
@@ -55,7 +38,6 @@ caf::error check_across_keys(const run_config& cfg,
                + "\" reaches beyond this machine; expected console.token to "
                  "be set as well (or tls.*: the console then takes only "
                  "clients with a certificate of the cluster's CA)");
-  // Nothing listens beyond loopback unauthenticated unless asked for.
   bool listens = node.role == role_kind::head
                  || node.role == role_kind::trainer;
   auto unprotected = [&](const std::string& key, const std::string& bind) {
@@ -80,6 +62,35 @@ caf::error check_across_keys(const run_config& cfg,
     if (serves && node.metrics.port != 0 && !is_loopback(node.metrics.bind))
       return unprotected("metrics.bind", node.metrics.bind);
   }
+  return caf::none;
+}
+
+// The checks that span keys, on values each of which is fine alone.
+caf::error check_across_keys(const run_config& cfg,
+                             const caf::settings& content) {
+  auto& node = cfg.node;
+  auto& p = cfg.pipeline;
+  if ((node.role == role_kind::worker || node.role == role_kind::trainer)
+      && node.cluster.head_host.empty())
+    return bad("--role=" + to_string(node.role)
+               + " needs --cluster.head=HOST:PORT (where the head listens)");
+  if (node.resume && node.role == role_kind::worker)
+    return bad("--resume with --role=worker: workers keep no state; "
+               "expected --role=local, trainer or head");
+  if (node.resume && node.role == role_kind::head
+      && node.cluster.state_dir.empty())
+    return bad("--resume with --role=head needs cluster.state-dir (where the "
+               "head journaled the run)");
+  if (node.resume && node.role != role_kind::head
+      && node.trainer.checkpoint_dir.empty())
+    return bad("--resume needs trainer.checkpoint-dir (where the checkpoint "
+               "is)");
+  // --print-nodes prints the plan and starts nothing: what this host
+  // would listen on does not matter (it refused the plan on a trainer or
+  // head host without tls.*, where discovery binds beyond loopback).
+  if (!node.print_nodes)
+    if (auto err = check_listening(node))
+      return err;
   if (p.blur.kernel_size % 2 == 0)
     return bad("pipeline.blur-kernel = " + std::to_string(p.blur.kernel_size)
                + ": expected an odd kernel size (as GaussianBlur requires)");

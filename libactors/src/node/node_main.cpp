@@ -1,7 +1,9 @@
 #include "stoker/node_main.hpp"
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -24,11 +26,13 @@ namespace stoker {
 
 namespace {
 
-// Discovery put a node beside the head on this host (SageMaker: the first
-// GPU host's trainer): the same program with the same arguments, the node's
-// role and the head's address added (later flags win), as a child.
+// Discovery put node `n` beside this one on this host (SageMaker: the
+// first GPU host's trainer beside the head; a trainer host's own CPU
+// workers when the cluster has no worker host): the same program with the
+// same arguments, the node's role and the head's address added (later
+// flags win), as a child.
 pid_t start_companion(const std::vector<std::string>& args,
-                      const node_options& node) {
+                      const node_options& node, const node_spec& n) {
   auto& c = node.cluster;
   std::vector<std::string> full{"stoker-node"};
   for (auto& a : args) {
@@ -38,7 +42,6 @@ pid_t start_companion(const std::vector<std::string>& args,
     if (!resume || !node.trainer.checkpoint_dir.empty())
       full.push_back(a);
   }
-  auto& n = *node.companion;
   for (auto& extra : std::vector<std::string>{"--cluster.discover=static",
                      "--role=" + to_string(n.role), "--node.name=" + n.name,
                      "--node.host=" + node.host, "--cluster.bind=" + c.bind,
@@ -50,14 +53,16 @@ pid_t start_companion(const std::vector<std::string>& args,
     argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
-  if (::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(),
-                    environ)
-      != 0)
+  if (int rc = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr,
+                             argv.data(), environ);
+      rc != 0) {
+    errno = rc; // posix_spawn says why in its result, not in errno
     return -1;
+  }
   return pid;
 }
 
-// Waits up to `limit` for the companion to exit (the head told it to),
+// Waits up to `limit` for a companion to exit (the head told it to),
 // then stops it; its exit code, or 1.
 int wait_companion(pid_t pid, std::chrono::seconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
@@ -115,29 +120,41 @@ int run_node(int argc, char** argv, const registry& reg) {
   if (!run.node.discovered.empty())
     std::cout << "stoker-node: discovered " << run.node.discovered
               << std::endl;
+  std::vector<pid_t> companions;
+  auto stop_companions = [&] {
+    for (auto pid : companions) {
+      ::kill(pid, SIGTERM);
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+    }
+  };
+  for (auto& n : run.node.companions) {
+    auto pid = start_companion(std::vector<std::string>(argv + 1, argv + argc),
+                               run.node, n);
+    if (pid < 0) {
+      std::cerr << program << ": cannot start this host's "
+                << to_string(n.role) << " node " << n.name << ": "
+                << std::strerror(errno) << std::endl;
+      stop_companions();
+      return 1;
+    }
+    companions.push_back(pid);
+  }
+  // The companions end when the head ends the run (or fails it): this
+  // node's exit waits for them, and a companion that failed fails it.
+  auto with_companions = [&](int code) {
+    for (auto pid : companions)
+      if (wait_companion(pid, std::chrono::seconds(20)) != 0 && code == 0)
+        code = 1;
+    return code;
+  };
   caf::actor_system sys{cfg};
   switch (run.node.role) {
-    case role_kind::head: {
-      pid_t companion = -1;
-      if (run.node.companion) {
-        companion = start_companion(
-          std::vector<std::string>(argv + 1, argv + argc), run.node);
-        if (companion < 0) {
-          std::cerr << program << ": cannot start this host's "
-                    << to_string(run.node.companion->role) << " node "
-                    << run.node.companion->name << std::endl;
-          return 1;
-        }
-      }
-      auto code = head_role_main(sys, run, **links);
-      if (companion > 0 && wait_companion(companion, std::chrono::seconds(20))
-                             != 0 && code == 0)
-        code = 1;
-      return code;
-    }
+    case role_kind::head:
+      return with_companions(head_role_main(sys, run, **links));
     case role_kind::worker:
     case role_kind::trainer:
-      return member_role_main(sys, run, reg, **links);
+      return with_companions(member_role_main(sys, run, reg, **links));
     case role_kind::local:
       break;
   }

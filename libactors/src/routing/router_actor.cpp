@@ -327,10 +327,13 @@ void check_heartbeats(router_ptr self) {
   if (lost_at && now - *lost_at > timeout)
     fail_after_join_timeout(self, "the trainer exited before the run ended "
                                   "and none rejoined");
-  if (st.table.alive_workers() > 0 || st.workers.empty()) {
+  if (st.table.alive_workers() > 0) {
     st.no_workers_since.reset();
     return;
   }
+  bool none_yet = st.workers.empty();
+  if (none_yet && st.scope == router_scope::local)
+    return; // a local run registers its own workers
   if (st.scope == router_scope::local) { // no worker can join a local run
     if (!st.failure)
       st.failure = make_error(errc::run_failure,
@@ -339,14 +342,24 @@ void check_heartbeats(router_ptr self) {
     maybe_finish(self);
     return;
   }
+  // A cluster whose plan has no worker node (a discovered cluster of GPU
+  // hosts only, before trainer hosts ran their own) waited here for ever
+  // without a word.
   if (!st.no_workers_since) {
     st.no_workers_since = now;
-    caf::aout(self) << "router: no live worker left; waiting up to "
+    caf::aout(self) << (none_yet ? "router: no CPU worker has joined yet; "
+                                   "waiting up to "
+                                 : "router: no live worker left; waiting up "
+                                   "to ")
                     << st.spec.no_worker_timeout.count()
                     << " ms (cluster.join-timeout) for one to join"
                     << std::endl;
   } else if (now - *st.no_workers_since > timeout) {
-    fail_after_join_timeout(self, "every worker was lost and none joined");
+    fail_after_join_timeout(
+      self, none_yet ? "no CPU worker joined (nothing makes batches: "
+                       "cluster.nodes names no worker node, and none came "
+                       "on its own)"
+                     : "every worker was lost and none joined");
   }
 }
 
