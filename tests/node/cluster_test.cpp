@@ -45,6 +45,27 @@ std::string run_fast_and_slow(const std::string& tag,
   return json;
 }
 
+// One process per "host" of a SageMaker fixture on loopback, each with the
+// same flags but its own current host: a run of 640 samples into `report`
+// (removed first), the head on `port`, one worker per worker node.
+std::vector<child> start_discovered(const std::string& file,
+                                    const std::vector<std::string>& hosts,
+                                    const std::string& port,
+                                    const std::string& report,
+                                    const std::string& log_prefix) {
+  std::remove(report.c_str());
+  std::vector<child> out;
+  for (auto& host : hosts)
+    out.push_back(start_node(
+      with_small({"--cluster.discover=sagemaker",
+                  "--cluster.sagemaker-config=" + file,
+                  "--cluster.current-host=" + host, "--cluster.port=" + port,
+                  "--worker.count=1", "--pipeline.dataset-size=640",
+                  "--pipeline.batch-size=16", "--report=" + report}),
+      tmp_path(log_prefix + host + ".log")));
+  return out;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(cluster)
@@ -326,19 +347,8 @@ BOOST_AUTO_TEST_CASE(sagemaker_hosts_given_one_command_line_find_their_roles) {
               + "/tests/config/sagemaker/loopback.json";
   auto port = std::to_string(free_port());
   auto report = tmp_path("sagemaker.json");
-  std::remove(report.c_str());
-  auto same = [&](const std::string& host) {
-    return with_small({"--cluster.discover=sagemaker",
-                       "--cluster.sagemaker-config=" + file,
-                       "--cluster.current-host=" + host,
-                       "--cluster.port=" + port, "--worker.count=1",
-                       "--pipeline.dataset-size=640",
-                       "--pipeline.batch-size=16", "--report=" + report});
-  };
-  std::vector<child> hosts;
-  for (auto host : {"127.0.0.1", "127.0.0.2", "127.0.0.3"})
-    hosts.push_back(start_node(same(host),
-                               tmp_path(std::string{"sm-"} + host + ".log")));
+  auto hosts = start_discovered(file, {"127.0.0.1", "127.0.0.2", "127.0.0.3"},
+                                port, report, "sm-");
   for (auto& h : hosts)
     BOOST_TEST(wait_exit(h, 60s) == 0, read_file(h.log));
   auto head = read_file(hosts[0].log);
@@ -410,21 +420,9 @@ BOOST_AUTO_TEST_CASE(sagemaker_hosts_given_one_command_line_find_their_roles) {
 BOOST_AUTO_TEST_CASE(a_discovered_cluster_of_trainer_hosts_only_runs_its_own_workers) {
   auto file = std::string{STOKER_SOURCE_DIR}
               + "/tests/config/sagemaker/loopback-homogeneous.json";
-  auto port = std::to_string(free_port());
   auto report = tmp_path("homogeneous.json");
-  std::remove(report.c_str());
-  auto same = [&](const std::string& host) {
-    return with_small({"--cluster.discover=sagemaker",
-                       "--cluster.sagemaker-config=" + file,
-                       "--cluster.current-host=" + host,
-                       "--cluster.port=" + port, "--worker.count=1",
-                       "--pipeline.dataset-size=640",
-                       "--pipeline.batch-size=16", "--report=" + report});
-  };
-  std::vector<child> hosts;
-  for (auto host : {"127.0.0.1", "127.0.0.2"})
-    hosts.push_back(start_node(same(host),
-                               tmp_path(std::string{"hom-"} + host + ".log")));
+  auto hosts = start_discovered(file, {"127.0.0.1", "127.0.0.2"},
+                                std::to_string(free_port()), report, "hom-");
   for (auto& h : hosts)
     BOOST_TEST(wait_exit(h, 90s) == 0, read_file(h.log));
   auto head = read_file(hosts[0].log);
