@@ -28,14 +28,9 @@ namespace stoker {
 caf::expected<membership_actor> connect_to_head(caf::actor_system& sys,
                                                 const cluster_spec& cfg,
                                                 node_links& links) {
-  auto head = links.connect_retrying<membership_actor>(
-    sys, cfg.head_host, cfg.head_port, "the head", cfg.connect_timeout);
-  if (!head && describe(head.error()).find("cannot reach") == 0)
-    return make_error(errc::run_failure,
-                      describe(head.error())
-                        + "; expected stoker-node --role=head listening "
-                          "there");
-  return head;
+  return links.connect_retrying<membership_actor>(
+    sys, cfg.head_host, cfg.head_port, "the head", cfg.connect_timeout,
+    "stoker-node --role=head listening there");
 }
 
 namespace {
@@ -92,11 +87,8 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
     auto direct = links.connect_retrying<trainer_actor>(
       sys, t.host, t.port, "trainer '" + t.node + "'",
       cfg.node.cluster.connect_timeout);
-    if (!direct)
-      return make_error(errc::run_failure,
-                        "cannot reach trainer '" + t.node + "' at " + t.host
-                          + ":" + std::to_string(t.port) + ": "
-                          + describe(direct.error()));
+    if (!direct) // its error names the trainer and its address
+      return std::move(direct.error());
     if (t.data_port != 0)
       routes.push_back(
         batch_route{*direct, t.host, t.data_port, t.stream_token});
@@ -376,9 +368,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
             sys, t.host, t.port, "trainer '" + t.node + "'",
             c.connect_timeout);
           if (!direct) {
-            std::cerr << "stoker-node: cannot reach trainer '" << t.node
-                      << "' at " << t.host << ":" << t.port << ": "
-                      << describe(direct.error()) << std::endl;
+            write_line(2, "stoker-node: " + describe(direct.error()));
             return;
           }
           if (t.data_port != 0)

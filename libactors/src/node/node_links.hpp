@@ -72,13 +72,16 @@ public:
   /// connect(), tried again with back-off (0.1 s doubling to 1 s) until
   /// `timeout` on anything but a run_failure, saying each new reason once
   /// on standard error ("stoker-node: WHAT at HOST:PORT: ...; trying again
-  /// for up to N ms"). The error names the last attempt's reason.
+  /// for up to N ms"). Every error names WHAT at HOST:PORT; after the
+  /// timeout it names the last attempt's reason and then `expected` (what
+  /// should listen there), if given.
   template <class Handle>
   caf::expected<Handle> connect_retrying(caf::actor_system& sys,
                                          const std::string& host,
                                          uint16_t port,
                                          const std::string& what,
-                                         std::chrono::milliseconds timeout) {
+                                         std::chrono::milliseconds timeout,
+                                         const std::string& expected = {}) {
     using namespace std::chrono;
     auto deadline = steady_clock::now() + timeout;
     milliseconds delay{100};
@@ -107,7 +110,8 @@ public:
                         + std::to_string(port) + " within "
                         + std::to_string(timeout.count())
                         + " ms (cluster.connect-timeout); last attempt: "
-                        + last);
+                        + last
+                        + (expected.empty() ? "" : "; expected " + expected));
   }
 
 private:
