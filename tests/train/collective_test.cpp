@@ -111,7 +111,8 @@ group_outcome train_group(const std::vector<std::vector<std::vector<uint64_t>>>&
         return;
       }
       for (auto& step : steps) {
-        auto res = engines[r]->step(batch_of(step[r]));
+        auto batch = batch_of(step[r]);
+        auto res = engines[r]->step(batch);
         if (!res) {
           errors[r] = describe(res.error());
           return;
@@ -139,7 +140,8 @@ train_alone(const std::vector<std::vector<std::vector<uint64_t>>>& steps) {
     std::vector<uint64_t> all;
     for (auto& part : step)
       all.insert(all.end(), part.begin(), part.end());
-    auto res = engine->step(batch_of(all));
+    auto batch = batch_of(all);
+    auto res = engine->step(batch);
     BOOST_REQUIRE(res);
     losses.push_back(res->loss);
   }

@@ -82,4 +82,17 @@ BOOST_AUTO_TEST_CASE(huge_pages_are_advised_for_the_aligned_part_only) {
     BOOST_TEST_MESSAGE("no transparent huge pages here: " << mode);
 }
 
+BOOST_AUTO_TEST_CASE(knows_the_buffers_it_made_and_not_copies) {
+  stoker::buffer_pool pool{2};
+  auto a = pool.acquire(1024);
+  const void* at = a.data();
+  BOOST_TEST(pool.made(at));
+  std::vector<char> copy = a; // the same bytes elsewhere
+  BOOST_TEST(!pool.made(copy.data()));
+  pool.release(std::move(a));
+  auto again = pool.acquire(1024); // recycled: still one of its own
+  BOOST_TEST(again.data() == at);
+  BOOST_TEST(pool.made(again.data()));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

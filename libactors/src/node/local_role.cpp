@@ -56,7 +56,8 @@ console_target local_console_target(const run_config& cfg,
 
 caf::expected<run_report>
 run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
-          std::shared_ptr<const tls_context> serving_tls) {
+          std::shared_ptr<const tls_context> serving_tls,
+          const trainer_hooks* hooks) {
   // The data-parallel group: trainer.count trainers in this process.
   auto world = trainers_on_node(cfg.node.trainer);
   // A checkpoint that cannot resume this run is refused before anything
@@ -94,7 +95,8 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
   // trainers give them back after their steps.
   auto buffers = std::make_shared<buffer_pool>(batch_buffers_for(cfg));
   for (uint32_t rank = 0; rank < world; ++rank) {
-    auto trainer = spawn_trainer(sys, cfg, reg, router, buffers, rank);
+    auto trainer = spawn_trainer(sys, cfg, reg, router, buffers, rank,
+                                 false, hooks);
     if (!trainer) {
       stop_trainers();
       stop(router, source);

@@ -15,6 +15,7 @@ namespace stoker {
 class node_links;
 class registry;
 class tls_context;
+struct trainer_hooks;
 
 /// Runs the whole pipeline in this process: a source, a router,
 /// `cfg.node.workers` detached CPU workers and one trainer, until every
@@ -22,10 +23,13 @@ class tls_context;
 /// Returns the run report, or the error that ended the run early. The
 /// sources, transforms and model come from `reg` (read while the actors
 /// are set up; they keep no reference to it). `serving_tls`: mutual TLS
-/// for a console or HTTP endpoints bound beyond loopback.
+/// for a console or HTTP endpoints bound beyond loopback. `hooks` (may be
+/// null): the trainers' engine and cursor from an embedding process (the
+/// Python package's loop).
 caf::expected<run_report>
 run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
-          std::shared_ptr<const tls_context> serving_tls = nullptr);
+          std::shared_ptr<const tls_context> serving_tls = nullptr,
+          const trainer_hooks* hooks = nullptr);
 
 /// `stoker-node --role=local`: prints what it runs, runs it, prints the
 /// outcome, writes the report if asked. Returns the process exit code:

@@ -123,12 +123,14 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
 caf::expected<std::pair<trainer_actor, trainer_endpoint>>
 start_trainer(caf::actor_system& sys, const run_config& cfg,
               const router_actor& router, const registry& reg,
-              uint32_t index, local_part& local, node_links& links) {
+              uint32_t index, local_part& local, node_links& links,
+              const trainer_hooks* hooks) {
   auto pool = std::make_shared<buffer_pool>(cfg.pipeline.trainer.prefetch
                                             + 4);
   // --resume without a checkpoint here is fine for a rank of a group
   // (rank 0's checkpoint holds every rank's state): said at the join.
-  auto trainer = spawn_trainer(sys, cfg, reg, router, pool, index, true);
+  auto trainer = spawn_trainer(sys, cfg, reg, router, pool, index, true,
+                               hooks);
   if (!trainer)
     return std::move(trainer.error());
   auto fail = [&](const std::string& what, const std::string& why) {
@@ -177,7 +179,7 @@ caf::expected<local_part>
 start_trainers(caf::actor_system& sys, caf::scoped_actor& self,
                const run_config& cfg, const welcome& w,
                const membership_actor& head, const registry& reg,
-               node_links& links) {
+               node_links& links, const trainer_hooks* hooks) {
   local_part local;
   std::vector<trainer_actor> trainers;
   std::vector<trainer_endpoint> places;
@@ -185,7 +187,8 @@ start_trainers(caf::actor_system& sys, caf::scoped_actor& self,
   // The head checks rank 0's against the group that forms.
   auto resume_world = resume_world_of(cfg);
   for (uint32_t i = 0; i < count; ++i) {
-    auto started = start_trainer(sys, cfg, w.router, reg, i, local, links);
+    auto started = start_trainer(sys, cfg, w.router, reg, i, local, links,
+                                 hooks);
     if (!started) {
       for (auto& a : local.actors)
         self->send_exit(a, caf::exit_reason::user_shutdown);
@@ -270,7 +273,8 @@ rejoin_head(caf::actor_system& sys, caf::scoped_actor& self,
 } // namespace
 
 int member_role_main(caf::actor_system& sys, const run_config& cfg,
-                     const registry& reg, node_links& links) {
+                     const registry& reg, node_links& links,
+                     const trainer_hooks* hooks) {
   auto& c = cfg.node.cluster;
   std::cout << "stoker-node: role " << to_string(cfg.node.role) << ", node "
             << cfg.node.name << ", head " << c.head_host << ":" << c.head_port
@@ -322,7 +326,8 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   note_caf_batches(mine);
   auto local = worker
                  ? start_workers(sys, self, mine, *hello, *head, reg, links)
-                 : start_trainers(sys, self, mine, *hello, *head, reg, links);
+                 : start_trainers(sys, self, mine, *hello, *head, reg, links,
+                                  hooks);
   if (!local) {
     std::cerr << "stoker-node: " << describe(local.error()) << std::endl;
     return 1;
@@ -397,9 +402,10 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
             return;
           auto k = static_cast<size_t>(at - local->actors.begin());
           auto index = local->indices[k];
-          // One refused for a setting would be refused again.
+          // One refused for a setting would be refused again; a loop of
+          // this process (hooks) cannot take a new trainer's batches.
           if (world <= 1 || mine.node.trainer.checkpoint_dir.empty()
-              || is(msg.reason, errc::invalid_config)) {
+              || is(msg.reason, errc::invalid_config) || hooks != nullptr) {
             if (msg.reason && msg.reason != caf::exit_reason::user_shutdown)
               std::cerr << "stoker-node: trainer " << cfg.node.name << "/"
                         << index << " stopped: " << describe(msg.reason)
@@ -421,7 +427,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
           auto again = mine;
           again.node.resume = false; // the group's rank 0 sends the state
           auto started = start_trainer(sys, again, hello->router, reg, index,
-                                       *local, links);
+                                       *local, links, nullptr);
           if (!started) {
             std::cerr << "stoker-node: cannot start trainer " << cfg.node.name
                       << "/" << index << " again: "
@@ -510,7 +516,8 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   std::cout << to_string(cfg.node.role) << " '" << cfg.node.name
             << "' exits; peak RSS "
             << detail::peak_rss_bytes() / 1000000 << " MB" << std::endl;
-  bound_shutdown(code, std::chrono::seconds(5));
+  if (hooks == nullptr) // an embedding process ends itself
+    bound_shutdown(code, std::chrono::seconds(5));
   return code;
 }
 

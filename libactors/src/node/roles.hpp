@@ -15,6 +15,7 @@ namespace stoker {
 
 class node_links;
 class registry;
+struct trainer_hooks;
 
 /// Connects to the head at cfg.cluster.head_host:head_port (through
 /// `links`), retrying with back-off (100 ms doubling to 1 s) until
@@ -33,9 +34,13 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
 /// `stoker-node --role=worker` or `--role=trainer`: joins the head, runs
 /// its actors until the head says `shutdown`. Refuses to join (exit 1,
 /// naming the entry) when the head's pipeline names a source, transform
-/// or model `reg` lacks. Returns the exit code.
+/// or model `reg` lacks. Returns the exit code. `hooks` (may be null): a
+/// trainer node's engine from an embedding process (the Python package's
+/// loop); then a lost trainer is not started again and the process's end
+/// is the embedder's (no bound_shutdown).
 int member_role_main(caf::actor_system& sys, const run_config& cfg,
-                     const registry& reg, node_links& links);
+                     const registry& reg, node_links& links,
+                     const trainer_hooks* hooks = nullptr);
 
 /// Bounds the process's remaining lifetime: if it has not exited within
 /// `limit` (e.g. because the actor system's shutdown waits on a network peer

@@ -17,7 +17,7 @@ public:
     // nop
   }
 
-  caf::expected<step_result> step(const image_batch& batch) override {
+  caf::expected<step_result> step(image_batch& batch) override {
     // Sleeping, not spinning: a simulated accelerator takes no host CPU,
     // just like a real one that is busy with its own kernels.
     if (batch.size() > 0)
@@ -38,7 +38,7 @@ public:
     return caf::none;
   }
 
-  caf::expected<eval_result> evaluate(const image_batch&) override {
+  caf::expected<eval_result> evaluate(image_batch&) override {
     // Forward passes only: about a third of a training step.
     std::this_thread::sleep_for(std::chrono::milliseconds(step_ms_ / 3));
     return eval_result{0, std::numeric_limits<double>::quiet_NaN()};

@@ -5,6 +5,7 @@
 #include <string>
 
 #include <caf/expected.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "stoker/messages.hpp"
 #include "config/run_config.hpp"
@@ -37,11 +38,13 @@ public:
   virtual ~step_engine() = default;
 
   /// Trains one step on a checked CHW float32 batch. The batch stays owned
-  /// by the caller; engines copy what they keep. In a group every rank
+  /// by the caller, but an engine may take its buffer (`data`: a loop's
+  /// feed hands it on without a copy; the caller recycles what is left);
+  /// other engines copy what they keep. In a group every rank
   /// calls it once per global step, also with an empty batch (a rank whose
   /// share of a `partial` tail is nothing): its gradients count by their
   /// samples, so the update is the one of the whole global batch.
-  virtual caf::expected<step_result> step(const image_batch& batch) = 0;
+  virtual caf::expected<step_result> step(image_batch& batch) = 0;
 
   /// Makes this engine one rank of `group` (world > 1; the engine keeps
   /// it): rank 0's parameters and buffers are copied to every rank now,
@@ -50,8 +53,8 @@ public:
   virtual caf::error join_group(std::shared_ptr<collective_group> group) = 0;
 
   /// Predicts a checked CHW float32 batch without training (no gradients,
-  /// the model in evaluation mode for the call).
-  virtual caf::expected<eval_result> evaluate(const image_batch& batch) = 0;
+  /// the model in evaluation mode for the call). May take `data` as step().
+  virtual caf::expected<eval_result> evaluate(image_batch& batch) = 0;
 
   /// The learning rate of the steps from now on (the trainer's schedule).
   virtual void set_learning_rate(double lr) = 0;
@@ -67,6 +70,28 @@ public:
   /// tell (CPU, simulated).
   virtual std::optional<uint64_t> last_device_ns() const {
     return std::nullopt;
+  }
+
+  /// True for an engine that must see a lone trainer's phases in order
+  /// (epoch e's training, its test, then e+1: a loop iterates epochs), as
+  /// a trainer that evaluates runs them anyway.
+  virtual bool phases_in_order() const {
+    return false;
+  }
+
+  /// The trainer completed phase (`epoch`, `part`) after the step or
+  /// evaluation of its last batch.
+  virtual void end_phase(uint64_t /*epoch*/, split /*part*/) {
+    // most engines do not care
+  }
+
+  /// The trainer's place in its group, once the group formed (after
+  /// join_group for world > 1): `store` is the group's rendezvous store
+  /// (null for a lone trainer), where an engine may meet the other ranks
+  /// under keys of its own (a Python loop's torch.distributed does).
+  virtual void group_formed(const group_spec& /*g*/,
+                            c10::intrusive_ptr<c10d::Store> /*store*/) {
+    // most engines meet the others through join_group's group only
   }
 
   /// The model and optimizer as bytes, for a checkpoint (empty for the

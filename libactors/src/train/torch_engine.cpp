@@ -80,7 +80,7 @@ public:
     return last_device_ns_;
   }
 
-  caf::expected<eval_result> evaluate(const image_batch& b) override {
+  caf::expected<eval_result> evaluate(image_batch& b) override {
     try {
       torch::NoGradGuard no_grad;
       model_.ptr()->eval();
@@ -200,7 +200,7 @@ public:
     return out;
   }
 
-  caf::expected<step_result> step(const image_batch& b) override {
+  caf::expected<step_result> step(image_batch& b) override {
     try {
       if (timer_)
         if (auto err = timer_->start())

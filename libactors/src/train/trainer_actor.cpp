@@ -55,7 +55,7 @@ void log_progress(trainer_ptr self) {
        << "%";
   if (st.engine->simulated())
     line << " [simulated accelerator]";
-  else
+  else if (st.loss_measured) // a loop's engine leaves it to the loop
     line << ", loss " << std::setprecision(4) << st.stats.last_loss;
   caf::aout(self) << line.str() << std::endl;
   st.window_step_ns = st.window_wait_ns = 0;
@@ -72,7 +72,7 @@ void close_phase(trainer_ptr self, uint64_t epoch, split part) {
   bool measured = !s.engine->simulated();
   auto shown = [](double x) {
     std::ostringstream text;
-    if (x < 0)
+    if (x < 0 || !std::isfinite(x)) // not measured (sim, a loop's engine)
       text << "n/a";
     else
       text << std::fixed << std::setprecision(4) << x;
@@ -182,6 +182,7 @@ bool run_batch(trainer_ptr self, image_batch& batch,
       s.stats.steps += 1;
       collective_ns = result->collective_ns;
       s.stats.collective_ns += collective_ns;
+      s.loss_measured = std::isfinite(result->loss);
       if (std::isfinite(result->loss) || s.engine->simulated()) {
         s.stats.last_loss = result->loss;
         sums.loss += result->loss;
@@ -237,8 +238,10 @@ bool run_batch(trainer_ptr self, image_batch& batch,
                       : s.gate->finish(batch.epoch, batch.part,
                                        batch.size()
                                          + batch.skipped_ids.size());
-  if (phase_done)
+  if (phase_done) {
     close_phase(self, batch.epoch, batch.part);
+    s.engine->end_phase(batch.epoch, batch.part);
+  }
   if (batch.part == split::train
       && (!batch.sample_ids.empty() || s.collective)) {
     if (s.log_every > 0 && s.stats.steps % s.log_every == 0)
@@ -285,7 +288,8 @@ void run_in_order(trainer_ptr self, image_batch&& batch,
 void run_when_ready(trainer_ptr self, image_batch&& batch,
                     clock_type::time_point start) {
   auto& s = self->state;
-  if (s.evaluates && !s.gate->ready(batch.epoch, batch.part)) {
+  if ((s.evaluates || s.engine->phases_in_order())
+      && !s.gate->ready(batch.epoch, batch.part)) {
     // Ahead of its phase (the next epoch before this one's test, say):
     // it waits; its buffer comes back when it runs.
     s.held.push_back(std::move(batch));
@@ -548,14 +552,24 @@ caf::expected<trainer_actor>
 spawn_trainer(caf::actor_system& sys, const run_config& cfg,
               const registry& reg, router_actor router,
               std::shared_ptr<buffer_pool> pool, uint32_t local_index,
-              bool defer_missing_checkpoint) {
-  auto engine = make_step_engine(cfg.pipeline.trainer, cfg.node.trainer, reg,
-                                 local_index);
+              bool defer_missing_checkpoint, const trainer_hooks* hooks) {
+  auto engine = hooks && hooks->make_engine
+                  ? hooks->make_engine(cfg, local_index, pool)
+                  : make_step_engine(cfg.pipeline.trainer, cfg.node.trainer,
+                                     reg, local_index);
   if (!engine)
     return std::move(engine.error());
   std::shared_ptr<const checkpoint> resumed;
   caf::error resume_missing;
-  if (cfg.node.resume) {
+  if (hooks && hooks->resume_from) {
+    // A loop's own cursor (its state_dict()), not a file of this node.
+    if (auto err = check_resumable(hooks->resume_from->run, identity_of(cfg)))
+      return err;
+    if (auto err = check_resume_world(checkpoint_world(*hooks->resume_from),
+                                      1, "in the loader's state_dict()"))
+      return err;
+    resumed = hooks->resume_from;
+  } else if (cfg.node.resume) {
     auto loaded = read_checkpoint(cfg.node.trainer.checkpoint_dir);
     if (!loaded && !defer_missing_checkpoint)
       return std::move(loaded.error());

@@ -3,6 +3,7 @@
 // The trainer actor: glue over the step engine, the delivery ledger, the
 // epoch gate and checkpoints of this folder.
 
+#include <functional>
 #include <memory>
 
 #include <caf/actor_system.hpp>
@@ -15,6 +16,25 @@
 namespace stoker {
 
 class registry;
+class step_engine;
+struct checkpoint;
+
+/// What a process that embeds Stoker (the Python package) puts in place of
+/// a node's own trainer parts; each unset member keeps the node's.
+struct trainer_hooks {
+  /// Makes the engine of the node's trainer `local_index` for the run
+  /// `cfg` (a member's: the head's pipeline), in place of the one
+  /// trainer.device asks for (a loop's feed); `pool` is where the
+  /// trainer's batch buffers go back. Called on the thread that spawns the
+  /// trainer.
+  std::function<caf::expected<std::unique_ptr<step_engine>>(
+    const run_config& cfg, uint32_t local_index,
+    std::shared_ptr<buffer_pool> pool)>
+    make_engine;
+  /// The cursor a lone trainer resumes from (a loop's saved state), in
+  /// place of --resume's file; checked against the run as a file is.
+  std::shared_ptr<const checkpoint> resume_from;
+};
 
 /// Spawns a detached trainer; returns an error if its device cannot be
 /// set up (e.g. `cuda` without a GPU). With a `pool`, each batch's buffer
@@ -28,12 +48,14 @@ class registry;
 /// `defer_missing_checkpoint` (trainer nodes): with --resume and no
 /// checkpoint here, fail only if the trainer turns out to be alone (a
 /// rank of a group takes its state from rank 0's checkpoint).
+/// `hooks` (may be null): an embedding process's engine and cursor.
 caf::expected<trainer_actor>
 spawn_trainer(caf::actor_system& sys, const run_config& cfg,
               const registry& reg, router_actor router,
               std::shared_ptr<buffer_pool> pool = nullptr,
               uint32_t local_index = 0,
-              bool defer_missing_checkpoint = false);
+              bool defer_missing_checkpoint = false,
+              const trainer_hooks* hooks = nullptr);
 
 /// With --resume, whether the checkpoint in trainer.checkpoint-dir may
 /// resume this run as a group of `world` trainers: it is there, of the

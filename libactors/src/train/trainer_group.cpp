@@ -196,6 +196,7 @@ bool join_group(trainer_ptr self, group_spec g) {
                    + plan.padded_per_epoch(),
                  p.source.eval_size, s.gate_resumed);
   s.evaluates = p.source.eval_size > 0 && g.rank == 0;
+  c10::intrusive_ptr<c10d::Store> store;
   if (g.world > 1) {
     collective_options o;
     o.rank = g.rank;
@@ -226,6 +227,7 @@ bool join_group(trainer_ptr self, group_spec g) {
     if (!resume_group(self))
       return false;
     s.collective->take_wait_ns(); // joining is start-up, not a step's wait
+    store = o.store;
   } else if (s.resume_missing) {
     // A lone trainer started with --resume needs its own checkpoint.
     self->quit(s.resume_missing);
@@ -234,6 +236,7 @@ bool join_group(trainer_ptr self, group_spec g) {
     self->quit(s.lone_resume_refused);
     return false;
   }
+  s.engine->group_formed(g, std::move(store));
   s.hello.rank = g.rank;
   s.hello.world = g.world;
   s.hello.node = g.node;

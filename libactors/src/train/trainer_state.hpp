@@ -62,6 +62,8 @@ struct trainer_state {
   std::optional<delivery_ledger> ledger;
   batch_expectation expect;
   trainer_stats stats;
+  // The last step's engine measured its loss (a Python loop's does not).
+  bool loss_measured = false;
   // Batch ids trained on: a hedged lease can bring a batch twice.
   batch_id_set consumed;
   uint32_t log_every = 100; ///< 0: none (the process shows a progress line)

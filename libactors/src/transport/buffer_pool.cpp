@@ -48,6 +48,9 @@ std::vector<char> buffer_pool::acquire(size_t bytes) {
     result = std::vector<char>{};
     result.reserve(bytes);
     advise_huge_pages(result.data(), result.capacity());
+    std::lock_guard<std::mutex> guard{mutex_};
+    if (made_.size() < max_tracked)
+      made_.insert(result.data());
   }
   result.resize(bytes);
   return result;
@@ -62,6 +65,11 @@ void buffer_pool::release(std::vector<char>&& buffer) {
     else
       surplus = std::move(buffer);
   }
+}
+
+bool buffer_pool::made(const void* data) const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return made_.count(data) > 0;
 }
 
 size_t buffer_pool::idle() const {

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <vector>
 
 namespace stoker {
@@ -39,12 +40,19 @@ public:
   /// Buffers acquire() created.
   size_t created() const;
 
+  /// Whether `data` is the start of a buffer acquire() created (the first
+  /// 4,096 it created are remembered): how a consumer proves it got the
+  /// very memory a producer filled, not a copy of it.
+  bool made(const void* data) const;
+
 private:
   mutable std::mutex mutex_;
   size_t capacity_;
   size_t reused_ = 0;
   size_t created_ = 0;
   std::vector<std::vector<char>> idle_;
+  static constexpr size_t max_tracked = 4096;
+  std::set<const void*> made_;
 };
 
 /// Advises the kernel to back [data, data + bytes) with transparent huge

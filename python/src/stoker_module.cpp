@@ -1,0 +1,468 @@
+// The stoker Python package's native part (_stoker): a Stoker run inside
+// the Python process whose trainer is the Python loop. Glue over
+// run_local/run_member and batch_feed (libactors); the Python side
+// (stoker/__init__.py) turns it into DataLoader and Trainer.
+//
+// Threads: the run has a thread of its own (the actor system's, which
+// also runs every worker and the trainer as C++ threads) that never takes
+// the GIL. The loop's thread calls next(), which waits with the GIL
+// released, and gets each batch as a tensor over the buffer the worker (or
+// the batch stream) filled: torch::from_blob with a deleter that gives the
+// buffer back to the run's pool (no copy anywhere).
+
+#include <torch/extension.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+
+#include "stoker/errors.hpp"
+#include "stoker/node_main.hpp"
+#include "config/run_config.hpp"
+#include "core/checksum.hpp"
+#include "core/run_report.hpp"
+#include "data/epoch_plan.hpp"
+#include "node/local_role.hpp"
+#include "node/node_config.hpp"
+#include "node/node_links.hpp"
+#include "node/roles.hpp"
+#include "train/batch_feed.hpp"
+#include "train/checkpoint.hpp"
+#include "train/trainer_actor.hpp"
+
+namespace py = pybind11;
+using namespace stoker;
+
+namespace {
+
+// A buffer the loop holds as a tensor; back to its pool when freed.
+struct pooled_buffer {
+  std::vector<char> data;
+  std::shared_ptr<buffer_pool> pool;
+  ~pooled_buffer() {
+    if (pool)
+      pool->release(std::move(data));
+  }
+};
+
+run_identity identity_of(const source_spec& src) {
+  run_identity id;
+  id.dataset_size = src.dataset_size;
+  id.epochs = src.epochs;
+  id.batch_size = src.batch_size;
+  id.seed = src.seed;
+  id.shuffle = src.shuffle;
+  return id;
+}
+
+/// One Stoker run whose trainer is this process's Python loop: the whole
+/// pipeline here (role local: stoker.DataLoader), or a trainer node that
+/// joins a head (role trainer: stoker.Trainer). Made on the loop's thread;
+/// start() gives the run its own thread; next(), release() and cursor()
+/// are the loop's (one thread); close() and join() any.
+class session {
+public:
+  /// Loads the config from node flags (what stoker-node takes); throws
+  /// std::invalid_argument (ValueError) with the node's message.
+  explicit session(std::vector<std::string> args)
+    : registry_(builtin_registry()) {
+    auto loaded = node_config_.load(args, registry_);
+    if (!loaded)
+      throw std::invalid_argument(describe(loaded.error()));
+    if (!*loaded)
+      throw std::invalid_argument(
+        "--help, --long-help and --dump-config print and exit; expected "
+        "a run's settings");
+    cfg_ = **loaded;
+    if (cfg_.node.role != role_kind::local
+        && cfg_.node.role != role_kind::trainer)
+      throw std::invalid_argument(
+        "node.role = \"" + to_string(cfg_.node.role)
+        + "\": a Python loop is the trainer of a local run "
+          "(stoker.DataLoader) or of a trainer node (stoker.Trainer); "
+          "expected \"local\" or \"trainer\"");
+    if (auto n = trainers_on_node(cfg_.node.trainer); n != 1)
+      throw std::invalid_argument(
+        "trainer.count = " + std::to_string(n)
+        + ": one loader feeds one loop; expected 1 (a data-parallel group "
+          "is one stoker.Trainer process per rank)");
+    if (local()) {
+      epoch_plan plan{cfg_.pipeline.source, 1};
+      if (auto err = plan.check())
+        throw std::invalid_argument(describe(err));
+    }
+  }
+
+  bool local() const noexcept {
+    return cfg_.node.role == role_kind::local;
+  }
+
+  ~session() {
+    close("the loader was deleted");
+    join_for(std::chrono::seconds(30));
+  }
+
+  /// Starts the run; `state`: a cursor from an earlier loader's cursor()
+  /// to go on from (throws std::invalid_argument if it is not one).
+  void start(std::optional<std::string> state) {
+    if (runner_.joinable())
+      throw std::logic_error("the run has started already");
+    std::shared_ptr<const checkpoint> resumed;
+    if (state) {
+      auto c = decode_checkpoint(*state, "the state_dict's cursor");
+      if (!c)
+        throw std::invalid_argument(describe(c.error()));
+      if (local())
+        if (auto err = check_resumable(c->run,
+                                       identity_of(cfg_.pipeline.source)))
+          throw std::invalid_argument(describe(err));
+      resumed = std::make_shared<const checkpoint>(std::move(*c));
+    }
+    hooks_.resume_from = resumed;
+    // The feed is made with the trainer, when the run's pipeline is known
+    // (a member's comes from the head).
+    hooks_.make_engine = [this, resumed](const run_config& run, uint32_t,
+                                         std::shared_ptr<buffer_pool> pool)
+      -> caf::expected<std::unique_ptr<step_engine>> {
+      auto& src = run.pipeline.source;
+      epoch_plan plan{src, 1};
+      auto feed = std::make_shared<batch_feed>(identity_of(src),
+                                               src.dataset_size, src.epochs,
+                                               resumed.get());
+      {
+        std::lock_guard<std::mutex> guard{mutex_};
+        shape_.epochs = src.epochs;
+        shape_.batch_size = src.batch_size;
+        shape_.dataset_size = src.dataset_size;
+        shape_.eval_batches = plan.eval_batches();
+        feed_ = feed;
+        if (closing_)
+          feed->close(make_error(errc::trainer_failure, *closing_));
+      }
+      return make_feed_engine(std::move(feed), std::move(pool));
+    };
+    auto links = node_links::open(cfg_.node);
+    if (!links)
+      throw std::invalid_argument(describe(links.error()));
+    links_ = std::move(*links);
+    runner_ = std::thread([this] { run(); });
+  }
+
+  /// The next event as a tuple, waiting up to `timeout_ms` with the GIL
+  /// released; None on a timeout (the caller checks for Ctrl-C and asks
+  /// again). ("batch", images, labels, epoch, part, batch_id),
+  /// ("phase_end", epoch, part) or ("finished", error or None).
+  py::object next(int64_t timeout_ms) {
+    std::optional<feed_event> e;
+    auto feed = current_feed();
+    if (!feed) { // the trainer is not there yet (joining the head)
+      if (done_) {
+        std::lock_guard<std::mutex> guard{mutex_};
+        return py::make_tuple("finished", failure_text_.empty()
+                                            ? py::object(py::none())
+                                            : py::object(py::str(
+                                              failure_text_)));
+      }
+      py::gil_scoped_release unlocked;
+      std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::min<int64_t>(timeout_ms, 20)));
+      return py::none();
+    }
+    {
+      py::gil_scoped_release unlocked;
+      e = feed->next(std::chrono::milliseconds(timeout_ms));
+    }
+    if (!e)
+      return py::none();
+    const char* part = e->part == split::train ? "train" : "test";
+    switch (e->kind) {
+      case feed_event::kind_type::phase_end:
+        return py::make_tuple("phase_end", e->epoch, part);
+      case feed_event::kind_type::finished:
+        if (e->error)
+          return py::make_tuple("finished", describe(e->error));
+        return py::make_tuple("finished", py::none());
+      case feed_event::kind_type::batch:
+        break;
+    }
+    auto& b = e->batch;
+    part = b.part == split::train ? "train" : "test";
+    if (b.type != dtype::float32 || b.order != layout::chw)
+      throw std::runtime_error("a batch came as " + to_string(b.type) + " "
+                               + to_string(b.order)
+                               + "; expected float32 CHW (decoded)");
+    auto n = static_cast<int64_t>(b.size());
+    auto holder = std::make_shared<pooled_buffer>();
+    holder->data = std::move(b.data);
+    holder->pool = e->pool;
+    void* images_at = holder->data.data();
+    // Proof of no copy: the buffer a worker (or the batch stream) took
+    // from the run's pool and filled is the one the tensor spans. One from
+    // elsewhere (a copied message) is counted.
+    if (!holder->data.empty() && (!holder->pool || !holder->pool->made(images_at)))
+      bytes_copied_ += holder->data.size();
+    auto images = torch::from_blob(
+      images_at,
+      {n, static_cast<int64_t>(b.channels), static_cast<int64_t>(b.height),
+       static_cast<int64_t>(b.width)},
+      [holder](void*) mutable { holder.reset(); },
+      torch::TensorOptions().dtype(torch::kFloat32));
+    auto labels_holder = std::make_shared<std::vector<int64_t>>(
+      std::move(b.labels));
+    auto labels = torch::from_blob(
+      labels_holder->data(), {static_cast<int64_t>(labels_holder->size())},
+      [labels_holder](void*) mutable { labels_holder.reset(); },
+      torch::TensorOptions().dtype(torch::kInt64));
+    ++batches_;
+    return py::make_tuple("batch", images, labels, b.epoch, part,
+                          b.batch_id, b.sample_ids, b.checksums);
+  }
+
+  void release() {
+    if (auto feed = current_feed())
+      feed->release();
+  }
+
+  /// The cursor (encode_checkpoint's bytes) of every batch taken so far;
+  /// None before the trainer started.
+  py::object cursor() const {
+    auto feed = current_feed();
+    if (!feed)
+      return py::none();
+    return py::bytes(encode_checkpoint(feed->cursor()));
+  }
+
+  /// The loop leaves: the trainer stops with `reason`, so the run ends
+  /// (failed, unless it had ended already).
+  void close(const std::string& reason) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    closing_ = reason;
+    if (feed_)
+      feed_->close(make_error(errc::trainer_failure, reason));
+  }
+
+  /// The group (rank, world, node, interface, generation, store: a c10d
+  /// Store for torch.distributed or None), waiting up to `seconds` with
+  /// the GIL released; None if it did not form in time or the run ended.
+  py::object group(double seconds) {
+    auto deadline = std::chrono::steady_clock::now()
+                    + std::chrono::milliseconds(
+                      static_cast<int64_t>(seconds * 1000));
+    std::optional<batch_feed::group_info> g;
+    {
+      py::gil_scoped_release unlocked;
+      for (;;) {
+        auto feed = current_feed();
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+        if (feed) {
+          g = feed->group(std::max(left, std::chrono::milliseconds(0)));
+          break;
+        }
+        if (done_ || left.count() <= 0)
+          break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+    if (!g)
+      return py::none();
+    py::object store = py::none();
+    if (g->store)
+      store = py::cast(g->store);
+    auto where = g->spec.interface.empty() ? cfg_.node.cluster.bind
+                                           : g->spec.interface;
+    return py::make_tuple(g->spec.rank, g->spec.world, g->spec.node, where,
+                          g->spec.generation, store);
+  }
+
+  /// Waits up to `seconds` for the run's thread (GIL released); true when
+  /// it has ended.
+  bool join(double seconds) {
+    py::gil_scoped_release unlocked;
+    return join_for(std::chrono::milliseconds(
+      static_cast<int64_t>(seconds * 1000)));
+  }
+
+  /// The run report as JSON (empty until the run ended with one).
+  std::string report_json() const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return report_json_;
+  }
+
+  /// The run's shape: this config's for a local run; a member's once the
+  /// head sent its pipeline (zeros before).
+  py::dict shape() const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    py::dict d;
+    if (local()) {
+      auto& src = cfg_.pipeline.source;
+      d["epochs"] = src.epochs;
+      d["batch_size"] = src.batch_size;
+      d["dataset_size"] = src.dataset_size;
+      d["eval_batches"] = epoch_plan{src, 1}.eval_batches();
+    } else if (feed_) {
+      d["epochs"] = shape_.epochs;
+      d["batch_size"] = shape_.batch_size;
+      d["dataset_size"] = shape_.dataset_size;
+      d["eval_batches"] = shape_.eval_batches;
+    }
+    return d;
+  }
+
+  /// Training batches per epoch for rank `rank` of a group of `world`.
+  uint64_t steps_per_epoch(uint32_t world) const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    auto src = cfg_.pipeline.source;
+    if (!local() && feed_) {
+      src.dataset_size = shape_.dataset_size;
+      src.batch_size = shape_.batch_size;
+    }
+    return epoch_plan{src, std::max(1u, world)}.steps();
+  }
+
+  uint64_t bytes_copied() const noexcept { return bytes_copied_; }
+  uint64_t batches() const noexcept { return batches_; }
+
+private:
+  std::shared_ptr<batch_feed> current_feed() const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return feed_;
+  }
+
+  void run() {
+    caf::error failure;
+    if (!local()) {
+      {
+        caf::actor_system sys{node_config_};
+        auto code = member_role_main(sys, cfg_, registry_, *links_, &hooks_);
+        if (code != 0)
+          failure = make_error(errc::run_failure,
+                               "trainer node '" + cfg_.node.name
+                                 + "' ended with exit code "
+                                 + std::to_string(code)
+                                 + " (its lines above, and the head's "
+                                   "report, say why)");
+      }
+      finish(std::move(failure));
+      return;
+    }
+    {
+      caf::actor_system sys{node_config_};
+      auto report = run_local(sys, cfg_, registry_, links_->tls(), &hooks_);
+      std::lock_guard<std::mutex> guard{mutex_};
+      if (report) {
+        report_json_ = to_json(*report);
+        if (!report->exactly_once())
+          failure = make_error(errc::trainer_failure,
+                               report->first_error.empty()
+                                 ? "the run did not deliver every sample "
+                                   "exactly once (missing "
+                                     + std::to_string(report->missing)
+                                     + ", duplicates "
+                                     + std::to_string(report->duplicates)
+                                     + ")"
+                                 : report->first_error);
+      } else {
+        failure = report.error();
+      }
+      // The detached workers end after their current item; the system's
+      // destructor waits for them.
+    }
+    finish(std::move(failure));
+  }
+
+  void finish(caf::error failure) {
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      if (failure)
+        failure_text_ = describe(failure);
+      if (feed_)
+        feed_->finish(std::move(failure));
+    }
+    done_ = true;
+  }
+
+  bool join_for(std::chrono::milliseconds limit) {
+    if (!runner_.joinable())
+      return true;
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done_ && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!done_)
+      return false;
+    runner_.join();
+    return true;
+  }
+
+  registry registry_;
+  node_config node_config_;
+  run_config cfg_;
+  struct member_shape {
+    uint32_t epochs = 0;
+    uint32_t batch_size = 0;
+    uint64_t dataset_size = 0;
+    uint64_t eval_batches = 0;
+  } shape_; // a member's run, from the head (under mutex_)
+  std::shared_ptr<batch_feed> feed_; // made with the trainer (under mutex_)
+  std::optional<std::string> closing_; // close() came before the feed
+  std::string failure_text_;
+  trainer_hooks hooks_;
+  std::unique_ptr<node_links> links_;
+  std::thread runner_;
+  std::atomic<bool> done_{false};
+  mutable std::mutex mutex_;
+  std::string report_json_;
+  uint64_t bytes_copied_ = 0;
+  uint64_t batches_ = 0;
+};
+
+// Stoker's checksum (core/checksum.hpp) of each image of a contiguous
+// float32 (N, ...) tensor: what the worker stamped on it, recomputed here.
+std::vector<uint64_t> image_checksums(const torch::Tensor& images) {
+  if (images.scalar_type() != torch::kFloat32 || !images.is_contiguous()
+      || images.dim() < 1)
+    throw std::invalid_argument("image_checksums: expected a contiguous "
+                                "float32 tensor of images (N, ...)");
+  std::vector<uint64_t> out;
+  auto n = images.size(0);
+  if (n == 0)
+    return out;
+  auto bytes = static_cast<size_t>(images.numel() / n) * sizeof(float);
+  auto* at = static_cast<const char*>(images.data_ptr());
+  for (int64_t i = 0; i < n; ++i)
+    out.push_back(checksum64(at + static_cast<size_t>(i) * bytes, bytes));
+  return out;
+}
+
+} // namespace
+
+
+PYBIND11_MODULE(_stoker, m) {
+  m.doc() = "Stoker's native part: a run whose trainer is this process's "
+            "Python loop (use the stoker package, not this module)";
+  py::class_<session>(m, "Session")
+    .def(py::init<std::vector<std::string>>(), py::arg("args"))
+    .def("start", &session::start, py::arg("state") = py::none())
+    .def("next", &session::next, py::arg("timeout_ms"))
+    .def("release", &session::release)
+    .def("cursor", &session::cursor)
+    .def("close", &session::close, py::arg("reason"))
+    .def("join", &session::join, py::arg("seconds"))
+    .def("report_json", &session::report_json)
+    .def("group", &session::group, py::arg("seconds"))
+    .def("shape", &session::shape)
+    .def("steps_per_epoch", &session::steps_per_epoch, py::arg("world"))
+    .def_property_readonly("local", &session::local)
+    .def_property_readonly("bytes_copied", &session::bytes_copied)
+    .def_property_readonly("batches", &session::batches);
+  m.def("image_checksums", &image_checksums, py::arg("images"),
+        "Stoker's checksum of each image of a float32 (N, ...) tensor");
+}

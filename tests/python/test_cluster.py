@@ -1,0 +1,181 @@
+"""stoker.Trainer: Python processes as the trainer nodes of a cluster."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from conftest import SOURCE_DIR
+
+NODE = os.environ.get("STOKER_NODE",
+                      os.path.join(SOURCE_DIR, "build", "apps", "node",
+                                   "stoker-node"))
+EXAMPLE = os.path.join(SOURCE_DIR, "examples", "pytorch",
+                       "train_fashion_mnist.py")
+FASHION = "/usr/share/datasets/fashion-mnist"
+
+
+class Cluster:
+    """A head on a free loopback port and the processes started beside it;
+    each logs to a file of its own under `tmp`."""
+
+    def __init__(self, tmp, head_args):
+        self.tmp = tmp
+        self.procs = {}
+        port_file = os.path.join(tmp, "head.port")
+        self.report = os.path.join(tmp, "report.json")
+        self.start("head", [NODE, "--role=head", "--cluster.port=0",
+                            "--cluster.port-file=" + port_file,
+                            "--report=" + self.report] + head_args)
+        deadline = time.monotonic() + 20
+        while not (os.path.exists(port_file)
+                   and open(port_file).read().endswith("\n")):
+            assert time.monotonic() < deadline, self.log("head")
+            time.sleep(0.05)
+        self.head = "127.0.0.1:" + open(port_file).read().strip()
+
+    def start(self, name, argv):
+        log = open(os.path.join(self.tmp, name + ".log"), "w")
+        self.procs[name] = subprocess.Popen(argv, stdout=log,
+                                            stderr=subprocess.STDOUT,
+                                            env=os.environ.copy())
+        return self.procs[name]
+
+    def worker(self, name):
+        self.start(name, [NODE, "--role=worker", "--node.name=" + name,
+                          "--cluster.head=" + self.head])
+
+    def python_trainer(self, name, extra=()):
+        return self.start(name, [sys.executable, EXAMPLE, "--head", self.head,
+                                 "--name", name,
+                                 "--result", self.result(name), *extra])
+
+    def result(self, name):
+        return os.path.join(self.tmp, name + ".json")
+
+    def log(self, name):
+        with open(os.path.join(self.tmp, name + ".log")) as f:
+            return f.read()
+
+    def wait(self, name, timeout):
+        try:
+            return self.procs[name].wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self):
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def cluster_dir():
+    with tempfile.TemporaryDirectory(prefix="stoker-py-") as tmp:
+        yield tmp
+
+
+def fashion_head_args(samples, epochs, eval_samples):
+    return ["--config-file=" + os.path.join(SOURCE_DIR, "config",
+                                            "fashion-mnist.ini"),
+            "--cluster.nodes=[\"t-0:trainer\", \"t-1:trainer\", "
+            "\"w-a:worker:1\", \"w-b:worker:1\"]",
+            f"--pipeline.dataset-size={samples}",
+            f"--pipeline.eval-size={eval_samples}",
+            f"--pipeline.epochs={epochs}", "--pipeline.batch-size=32",
+            "--trainer.log-every=100000"]
+
+
+@pytest.mark.skipif(not os.path.isdir(FASHION),
+                    reason="dataset-fashion-mnist is not installed")
+def test_two_python_trainers_under_ddp_train_the_cnn(cluster_dir):
+    c = Cluster(cluster_dir, fashion_head_args(19200, 2, 2000))
+    try:
+        for name in ("t-0", "t-1"):
+            c.python_trainer(name)
+        for name in ("w-a", "w-b"):
+            c.worker(name)
+        assert c.wait("head", 400) == 0, c.log("head") + c.log("t-0")
+        for name in ("t-0", "t-1"):
+            assert c.wait(name, 60) == 0, c.log(name)
+        for name in ("w-a", "w-b"):
+            assert c.wait(name, 30) == 0, c.log(name)
+    finally:
+        c.stop()
+    report = json.load(open(c.report))
+    assert report["missing"] == 0 and report["duplicates"] == 0, report
+    assert report["world"] == 2
+    ranks = report["trainers"]
+    assert [t["device"] for t in ranks] == ["python", "python"]
+    assert ranks[0]["steps"] == ranks[1]["steps"] == 19200 // 64 * 2
+    assert {t["node"] for t in ranks} == {"t-0", "t-1"}
+    rank0 = [n for n in ("t-0", "t-1") if "rank 0 of 2" in c.log(n)][0]
+    accuracy = json.load(open(c.result(rank0)))["test_accuracy"]
+    print("test accuracy", accuracy)
+    assert accuracy >= 0.85, c.log(rank0)
+
+
+def sim_head_args(extra=()):
+    return ["--cluster.nodes=[\"t-0:trainer\", \"t-1:trainer\", "
+            "\"w-a:worker:2\"]",
+            "--pipeline.height=32", "--pipeline.width=32",
+            "--pipeline.dataset-size=100000", "--pipeline.batch-size=8",
+            "--trainer.log-every=100000", "--trainer.collective-timeout=15s",
+            *extra]
+
+
+LOOP = """
+import stoker, sys, time
+t = stoker.Trainer(head=sys.argv[1], name=sys.argv[2])
+print("rank", t.rank, "of", t.world_size, flush=True)
+for i, (x, y) in enumerate(t):
+    if i == 20:
+        print("step 20", flush=True)
+        if sys.argv[3] == "raise":
+            raise ZeroDivisionError("in the loop")
+    time.sleep(0.01)
+"""
+
+
+def test_a_killed_python_trainer_ends_the_run_naming_it(cluster_dir):
+    c = Cluster(cluster_dir, sim_head_args())
+    try:
+        for name in ("t-0", "t-1"):
+            c.start(name, [sys.executable, "-c", LOOP, c.head, name, "run"])
+        c.worker("w-a")
+        deadline = time.monotonic() + 120
+        while "step 20" not in c.log("t-1"):
+            assert time.monotonic() < deadline, c.log("t-1") + c.log("head")
+            time.sleep(0.1)
+        c.procs["t-1"].send_signal(signal.SIGKILL)
+        started = time.monotonic()
+        assert c.wait("head", 60) == 1, c.log("head")
+        assert time.monotonic() - started < 60
+        assert "on node 't-1'" in c.log("head"), c.log("head")
+        assert c.wait("t-0", 60) is not None, c.log("t-0")
+        assert c.wait("w-a", 60) is not None, c.log("w-a")
+    finally:
+        c.stop()
+
+
+def test_an_exception_in_a_python_trainer_names_the_lost_node(cluster_dir):
+    c = Cluster(cluster_dir, sim_head_args())
+    try:
+        for name, what in (("t-0", "run"), ("t-1", "raise")):
+            c.start(name, [sys.executable, "-c", LOOP, c.head, name, what])
+        c.worker("w-a")
+        assert c.wait("t-1", 120) not in (None, 0), c.log("t-1")
+        assert "ZeroDivisionError" in c.log("t-1")
+        started = time.monotonic()
+        assert c.wait("head", 60) == 1, c.log("head")
+        assert time.monotonic() - started < 60
+        assert "'t-1'" in c.log("head"), c.log("head")
+        assert c.wait("t-0", 60) is not None, c.log("t-0")
+    finally:
+        c.stop()

@@ -1,0 +1,172 @@
+"""stoker.DataLoader: a local run whose trainer is this Python loop."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+import stoker
+from conftest import small_run, run_script
+
+
+def iterate(loader, epochs=None):
+    """Every batch of the given epochs: (epoch, ids, checksums, labels)."""
+    seen = []
+    for epoch in range(loader.epochs if epochs is None else epochs):
+        assert loader.epoch == epoch
+        for images, labels in loader:
+            info = loader.last_batch
+            assert info.epoch == epoch
+            assert images.dtype == torch.float32
+            assert images.shape == (len(info.sample_ids), 3, 32, 32)
+            seen.append((epoch, list(info.sample_ids),
+                         stoker.image_checksums(images), labels.tolist(),
+                         list(info.checksums)))
+    return seen
+
+
+def test_two_epochs_deliver_every_sample_once_with_its_bits_and_label():
+    loader = stoker.DataLoader(**small_run())
+    assert len(loader) == 12 and loader.epochs == 2
+    seen = iterate(loader)
+    loader.close()
+    for epoch in range(2):
+        ids = [i for e, batch, *_ in seen if e == epoch for i in batch]
+        assert sorted(ids) == list(range(192))  # each sample once
+        assert sum(1 for e, *_ in seen if e == epoch) == len(loader)
+    for _, ids, mine, labels, stamped in seen:
+        assert mine == stamped  # the bits the worker wrote, unchanged
+        assert labels == [i % 10 for i in ids]  # synthetic: id % classes
+    report = loader.report
+    assert report["status"] == "ok"
+    assert report["missing"] == 0 and report["duplicates"] == 0
+    assert report["trainers"][0]["device"] == "python"
+    # The same seed with one worker: the same bits for each (epoch, id),
+    # as any trainer of this run receives them.
+    again = stoker.DataLoader(**small_run(worker={"count": 1}))
+    one = {(e, i): c for e, ids, _, _, cs in iterate(again)
+           for i, c in zip(ids, cs)}
+    again.close()
+    two = {(e, i): c for e, ids, _, _, cs in seen for i, c in zip(ids, cs)}
+    assert one == two
+
+
+def test_batches_reach_the_loop_without_a_copy_and_their_buffers_come_back():
+    loader = stoker.DataLoader(**small_run(pipeline={"epochs": 3}))
+    pointers = set()
+    for _ in range(loader.epochs):
+        for images, _ in loader:
+            pointers.add(images.data_ptr())
+            images.sum()  # the loop touches it
+    loader.close()
+    assert loader.bytes_copied == 0  # every tensor spans a pooled buffer
+    # 36 batches through a handful of buffers: each tensor freed gave its
+    # buffer back to the pool the workers take theirs from.
+    assert len(pointers) <= 12, len(pointers)
+
+
+def test_a_buffer_the_loop_keeps_stays_intact():
+    loader = stoker.DataLoader(**small_run(pipeline={"epochs": 1}))
+    kept = []
+    for images, _ in loader:
+        kept.append((images, list(loader.last_batch.checksums)))
+    loader.close()
+    for images, stamped in kept:  # never recycled under the loop's feet
+        assert stoker.image_checksums(images) == stamped
+
+
+def test_state_dict_mid_epoch_resumes_with_every_sample_once():
+    first = stoker.DataLoader(**small_run())
+    taken = []
+    for images, _ in first:
+        taken.extend(first.last_batch.sample_ids)
+        if len(taken) >= 5 * 16:
+            break
+    state = first.state_dict()
+    first.close()  # ends its run early: the rest is the next loader's
+    assert state["epoch"] == 0
+    second = stoker.DataLoader(**small_run())
+    second.load_state_dict(state)
+    assert second.epoch == 0
+    rest = iterate_from(second)
+    second.close()
+    epoch0 = taken + [i for e, ids in rest if e == 0 for i in ids]
+    assert sorted(epoch0) == list(range(192))  # once each, none twice
+    epoch1 = [i for e, ids in rest if e == 1 for i in ids]
+    assert sorted(epoch1) == list(range(192))
+    report = second.report
+    assert report["missing"] == 0 and report["duplicates"] == 0
+    assert report["status"] == "ok"
+
+
+def iterate_from(loader):
+    out = []
+    for epoch in range(loader.epoch, loader.epochs):
+        for _ in loader:
+            out.append((epoch, list(loader.last_batch.sample_ids)))
+    return out
+
+
+def test_an_iterator_left_early_is_taken_up_where_it_stopped():
+    loader = stoker.DataLoader(**small_run(pipeline={"epochs": 1}))
+    ids = []
+    for _ in loader:
+        ids.extend(loader.last_batch.sample_ids)
+        if len(ids) >= 32:
+            break
+    for _ in loader:
+        ids.extend(loader.last_batch.sample_ids)
+    loader.close()
+    assert sorted(ids) == list(range(192))
+    with pytest.raises(RuntimeError, match="pipeline.epochs"):
+        iter(loader)
+
+
+def test_bad_keys_and_values_raise_config_error_with_the_nodes_message():
+    with pytest.raises(stoker.ConfigError, match="flat key") as flat:
+        stoker.DataLoader(**{"pipeline.batch-size": 64})
+    assert "pipeline={'batch_size': ...}" in str(flat.value)
+    assert isinstance(flat.value, ValueError)
+    with pytest.raises(stoker.ConfigError, match="batch-size"):
+        stoker.DataLoader(pipeline={"batch_size": 0})
+    with pytest.raises(stoker.ConfigError, match="no-such-key"):
+        stoker.DataLoader(pipeline={"no_such_key": 1})
+    with pytest.raises(stoker.ConfigError, match="trainer.count"):
+        stoker.DataLoader(trainer={"count": 2})
+    with pytest.raises(stoker.ConfigError, match="expected a dict|expected a bool"):
+        stoker.DataLoader(pipeline={"batch_size": object()})
+
+
+LOOP = """
+import stoker, sys, time
+loader = stoker.DataLoader(pipeline={"height": 32, "width": 32,
+    "dataset_size": 4096, "batch_size": 16, "epochs": 1}, worker={"count": 1})
+for i, (x, y) in enumerate(loader):
+    print("step", i, flush=True)
+    %s
+"""
+
+
+def test_an_exception_in_the_loop_exits_non_zero_without_hanging():
+    started = time.monotonic()
+    done = run_script(LOOP % "if i == 3: raise ZeroDivisionError('in the loop')",
+                      timeout=60)
+    assert done.returncode != 0
+    assert "ZeroDivisionError" in done.stderr
+    assert time.monotonic() - started < 60
+
+
+def test_ctrl_c_in_the_loop_stops_it():
+    proc = subprocess.Popen([sys.executable, "-c", LOOP % "time.sleep(0.05)"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=os.environ.copy())
+    line = proc.stdout.readline()
+    assert line.startswith("step"), line
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert "KeyboardInterrupt" in err
