@@ -114,12 +114,13 @@ def main():
             total += loss.item()
             count += 1
         line = f"epoch {epoch + 1}: train_loss {total / max(1, count):.4f}"
-        if loader._has_test():
-            model.eval()
+        if loader.evaluates:  # rank 0's test split, after each epoch
+            net = model.module if hasattr(model, "module") else model
+            net.eval()
             correct = seen = 0
             with torch.no_grad():
                 for images, labels in loader.test():
-                    correct += (model(images).argmax(1) == labels).sum().item()
+                    correct += (net(images).argmax(1) == labels).sum().item()
                     seen += len(labels)
             accuracy = correct / max(1, seen)
             line += f", test_accuracy {accuracy:.4f} ({seen} test samples)"

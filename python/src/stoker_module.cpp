@@ -68,7 +68,7 @@ run_identity identity_of(const source_spec& src) {
 /// joins a head (role trainer: stoker.Trainer). Made on the loop's thread;
 /// start() gives the run its own thread; next(), release() and cursor()
 /// are the loop's (one thread); close() and join() any.
-class session {
+class session : public std::enable_shared_from_this<session> {
 public:
   /// Loads the config from node flags (what stoker-node takes); throws
   /// std::invalid_argument (ValueError) with the node's message.
@@ -105,9 +105,16 @@ public:
     return cfg_.node.role == role_kind::local;
   }
 
+  /// The run's thread holds the session too (it may outlive the loop's
+  /// reference: CAF's shutdown can wait on a peer that vanished), so this
+  /// runs when both let go, on whichever thread let go last.
   ~session() {
-    close("the loader was deleted");
-    join_for(std::chrono::seconds(30));
+    if (runner_.joinable()) {
+      if (runner_.get_id() == std::this_thread::get_id())
+        runner_.detach(); // the run's own thread, at its very end
+      else
+        runner_.join(); // it ended: it held a reference until then
+    }
   }
 
   /// Starts the run; `state`: a cursor from an earlier loader's cursor()
@@ -153,7 +160,7 @@ public:
     if (!links)
       throw std::invalid_argument(describe(links.error()));
     links_ = std::move(*links);
-    runner_ = std::thread([this] { run(); });
+    runner_ = std::thread([self = shared_from_this()] { self->run(); });
   }
 
   /// The next event as a tuple, waiting up to `timeout_ms` with the GIL
@@ -340,18 +347,21 @@ private:
   void run() {
     caf::error failure;
     if (!local()) {
-      {
-        caf::actor_system sys{node_config_};
-        auto code = member_role_main(sys, cfg_, registry_, *links_, &hooks_);
-        if (code != 0)
-          failure = make_error(errc::run_failure,
-                               "trainer node '" + cfg_.node.name
-                                 + "' ended with exit code "
-                                 + std::to_string(code)
-                                 + " (its lines above, and the head's "
-                                   "report, say why)");
-      }
+      auto sys = std::make_unique<caf::actor_system>(node_config_);
+      auto code = member_role_main(*sys, cfg_, registry_, *links_, &hooks_);
+      if (code != 0)
+        failure = make_error(errc::run_failure,
+                             "trainer node '" + cfg_.node.name
+                               + "' ended with exit code "
+                               + std::to_string(code)
+                               + " (its lines above, and the head's "
+                                 "report, say why)");
+      // The loop learns the outcome now: the actor system's shutdown may
+      // wait on network peers (stoker-node bounds it with bound_shutdown;
+      // here the process is Python's, and join() is bounded).
       finish(std::move(failure));
+      sys.reset();
+      down_ = true;
       return;
     }
     {
@@ -377,6 +387,7 @@ private:
       // destructor waits for them.
     }
     finish(std::move(failure));
+    down_ = true;
   }
 
   void finish(caf::error failure) {
@@ -390,16 +401,15 @@ private:
     done_ = true;
   }
 
+  // Whether the run's actor system is down within `limit` (the thread
+  // itself is joined by the destructor).
   bool join_for(std::chrono::milliseconds limit) {
     if (!runner_.joinable())
       return true;
     auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!done_ && std::chrono::steady_clock::now() < deadline)
+    while (!down_ && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (!done_)
-      return false;
-    runner_.join();
-    return true;
+    return down_;
   }
 
   registry registry_;
@@ -417,7 +427,8 @@ private:
   trainer_hooks hooks_;
   std::unique_ptr<node_links> links_;
   std::thread runner_;
-  std::atomic<bool> done_{false};
+  std::atomic<bool> done_{false}; // the loop knows the outcome
+  std::atomic<bool> down_{false}; // the actor system is down too
   mutable std::mutex mutex_;
   std::string report_json_;
   uint64_t bytes_copied_ = 0;
@@ -448,7 +459,7 @@ std::vector<uint64_t> image_checksums(const torch::Tensor& images) {
 PYBIND11_MODULE(_stoker, m) {
   m.doc() = "Stoker's native part: a run whose trainer is this process's "
             "Python loop (use the stoker package, not this module)";
-  py::class_<session>(m, "Session")
+  py::class_<session, std::shared_ptr<session>>(m, "Session")
     .def(py::init<std::vector<std::string>>(), py::arg("args"))
     .def("start", &session::start, py::arg("state") = py::none())
     .def("next", &session::next, py::arg("timeout_ms"))

@@ -17,6 +17,7 @@ work as for its C++ trainers.
 import atexit
 import json
 import os
+import sys
 import weakref
 
 import torch  # noqa: F401  (its libraries and tensor type, before _stoker)
@@ -193,6 +194,12 @@ class _Loop:
         buffers the run filled (0: every batch without a copy)."""
         return self._session.bytes_copied
 
+    @property
+    def evaluates(self):
+        """Whether this loop gets test batches (trainer.eval; in a group,
+        rank 0's): iterate test() after each epoch's training."""
+        return self._has_test()
+
     def _has_test(self):
         return self._shape("eval_batches") > 0
 
@@ -264,7 +271,10 @@ class _Loop:
                 self._abandon("the loop closed its loader in epoch "
                               f"{self._epoch + 1} of {self.epochs}")
                 return
-        self._session.join(60.0)
+        if not self._session.join(20.0):
+            print("stoker: the run ended, but its network shutdown is still "
+                  "waiting after 20 s (a peer that went away); going on",
+                  file=sys.stderr, flush=True)
         _open_loaders.discard(self)
         if self._error:
             raise RunFailed(self._error, self.report)

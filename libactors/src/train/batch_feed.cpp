@@ -194,6 +194,10 @@ public:
     return false;
   }
 
+  bool loop_driven() const override {
+    return true;
+  }
+
   bool phases_in_order() const override {
     return true;
   }

@@ -65,6 +65,12 @@ public:
   /// True for the simulated accelerator: its output must say so.
   virtual bool simulated() const = 0;
 
+  /// True where a training loop of its own computes the loss and the
+  /// accuracy (a Python loop): the trainer prints no figures for it.
+  virtual bool loop_driven() const {
+    return false;
+  }
+
   /// The device time of the last step, measured on the device (CUDA
   /// events) where there is one; nothing where only the host's clock can
   /// tell (CPU, simulated).

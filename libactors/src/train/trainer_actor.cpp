@@ -69,7 +69,7 @@ constexpr size_t max_skipped_examples = 10;
 void close_phase(trainer_ptr self, uint64_t epoch, split part) {
   auto& s = self->state;
   auto& e = s.epochs[epoch];
-  bool measured = !s.engine->simulated();
+  bool measured = !s.engine->simulated() && !s.engine->loop_driven();
   auto shown = [](double x) {
     std::ostringstream text;
     if (x < 0 || !std::isfinite(x)) // not measured (sim, a loop's engine)
@@ -103,7 +103,8 @@ void close_phase(trainer_ptr self, uint64_t epoch, split part) {
   }
   if (!measured)
     line << " [simulated accelerator]";
-  if (s.group.rank == 0) // a group's epochs: every rank's are rank 0's
+  // A group's epochs: every rank's are rank 0's; a loop prints its own.
+  if (s.group.rank == 0 && !s.engine->loop_driven())
     caf::aout(self) << s.line_start << line.str() << std::endl;
   s.epochs.erase(epoch);
 }
