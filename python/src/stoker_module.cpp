@@ -53,6 +53,17 @@ struct pooled_buffer {
   }
 };
 
+/// Where a batch came from (stoker.BatchInfo): made per batch, its lists
+/// only when asked for (64-element lists per batch would cost the loop
+/// more than the rest of next() together).
+struct batch_meta {
+  uint64_t epoch = 0;
+  uint64_t batch_id = 0;
+  std::string part;
+  std::vector<uint64_t> sample_ids;
+  std::vector<uint64_t> checksums;
+};
+
 run_identity identity_of(const source_spec& src) {
   run_identity id;
   id.dataset_size = src.dataset_size;
@@ -229,8 +240,13 @@ public:
       [labels_holder](void*) mutable { labels_holder.reset(); },
       torch::TensorOptions().dtype(torch::kInt64));
     ++batches_;
-    return py::make_tuple("batch", images, labels, b.epoch, part,
-                          b.batch_id, b.sample_ids, b.checksums);
+    auto meta = std::make_unique<batch_meta>();
+    meta->epoch = b.epoch;
+    meta->batch_id = b.batch_id;
+    meta->part = part;
+    meta->sample_ids = std::move(b.sample_ids);
+    meta->checksums = std::move(b.checksums);
+    return py::make_tuple("batch", images, labels, std::move(meta));
   }
 
   void release() {
@@ -370,7 +386,10 @@ private:
       std::lock_guard<std::mutex> guard{mutex_};
       if (report) {
         report_json_ = to_json(*report);
-        if (!report->exactly_once())
+        if (!cfg_.node.report_path.empty()) // --report, as stoker-node
+          if (auto err = write_report(*report, cfg_.node.report_path))
+            failure = std::move(err);
+        if (!failure && !report->exactly_once())
           failure = make_error(errc::trainer_failure,
                                report->first_error.empty()
                                  ? "the run did not deliver every sample "
@@ -459,6 +478,21 @@ std::vector<uint64_t> image_checksums(const torch::Tensor& images) {
 PYBIND11_MODULE(_stoker, m) {
   m.doc() = "Stoker's native part: a run whose trainer is this process's "
             "Python loop (use the stoker package, not this module)";
+  py::class_<batch_meta>(m, "BatchInfo",
+                         "Where the batch a loop got last came from: its "
+                         "epoch, its batch id (unique over the run), its "
+                         "sample ids and one Stoker checksum per image as "
+                         "the worker stamped it")
+    .def_readonly("epoch", &batch_meta::epoch)
+    .def_readonly("batch_id", &batch_meta::batch_id)
+    .def_readonly("part", &batch_meta::part)
+    .def_readonly("sample_ids", &batch_meta::sample_ids)
+    .def_readonly("checksums", &batch_meta::checksums)
+    .def("__repr__", [](const batch_meta& m) {
+      return "BatchInfo(epoch=" + std::to_string(m.epoch) + ", batch_id="
+             + std::to_string(m.batch_id) + ", "
+             + std::to_string(m.sample_ids.size()) + " samples)";
+    });
   py::class_<session, std::shared_ptr<session>>(m, "Session")
     .def(py::init<std::vector<std::string>>(), py::arg("args"))
     .def("start", &session::start, py::arg("state") = py::none())

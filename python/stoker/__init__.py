@@ -108,23 +108,7 @@ def _close_open_loaders():
                         "running")
 
 
-class BatchInfo:
-    """Where the batch a loader yielded last came from: its epoch, its
-    batch id (unique over the run), its sample ids and one Stoker checksum
-    per image, as the worker stamped it (stoker.image_checksums(images)
-    recomputes them)."""
-
-    __slots__ = ("epoch", "batch_id", "sample_ids", "checksums")
-
-    def __init__(self, epoch, batch_id, sample_ids, checksums):
-        self.epoch = epoch
-        self.batch_id = batch_id
-        self.sample_ids = sample_ids
-        self.checksums = checksums
-
-    def __repr__(self):
-        return (f"BatchInfo(epoch={self.epoch}, batch_id={self.batch_id}, "
-                f"{len(self.sample_ids)} samples)")
+BatchInfo = _stoker.BatchInfo
 
 
 def image_checksums(images):
@@ -347,9 +331,8 @@ class _Loop:
             return None  # this phase has ended
         event = self._wait()
         if event[0] == "batch":
-            _, images, labels, epoch, _, batch_id, ids, checksums = event
+            _, images, labels, self.last_batch = event
             self._holding = True
-            self.last_batch = BatchInfo(epoch, batch_id, ids, checksums)
             return images, labels
         self._handle(event)
         if event[0] == "finished" and self._error:
