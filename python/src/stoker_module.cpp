@@ -64,16 +64,6 @@ struct batch_meta {
   std::vector<uint64_t> checksums;
 };
 
-run_identity identity_of(const source_spec& src) {
-  run_identity id;
-  id.dataset_size = src.dataset_size;
-  id.epochs = src.epochs;
-  id.batch_size = src.batch_size;
-  id.seed = src.seed;
-  id.shuffle = src.shuffle;
-  return id;
-}
-
 /// One Stoker run whose trainer is this process's Python loop: the whole
 /// pipeline here (role local: stoker.DataLoader), or a trainer node that
 /// joins a head (role trainer: stoker.Trainer). Made on the loop's thread;
@@ -140,7 +130,7 @@ public:
         throw std::invalid_argument(describe(c.error()));
       if (local())
         if (auto err = check_resumable(c->run,
-                                       identity_of(cfg_.pipeline.source)))
+                                       identity_of(cfg_)))
           throw std::invalid_argument(describe(err));
       resumed = std::make_shared<const checkpoint>(std::move(*c));
     }
@@ -152,7 +142,7 @@ public:
       -> caf::expected<std::unique_ptr<step_engine>> {
       auto& src = run.pipeline.source;
       epoch_plan plan{src, 1};
-      auto feed = std::make_shared<batch_feed>(identity_of(src),
+      auto feed = std::make_shared<batch_feed>(identity_of(run),
                                                src.dataset_size, src.epochs,
                                                resumed.get());
       {
@@ -194,7 +184,10 @@ public:
         std::chrono::milliseconds(std::min<int64_t>(timeout_ms, 20)));
       return py::none();
     }
-    {
+    // One that is there already is taken without giving up the GIL (a
+    // release and a take cost the loop more than the rest of this call).
+    e = feed->next(std::chrono::milliseconds(0));
+    if (!e) {
       py::gil_scoped_release unlocked;
       e = feed->next(std::chrono::milliseconds(timeout_ms));
     }
@@ -488,10 +481,10 @@ PYBIND11_MODULE(_stoker, m) {
     .def_readonly("part", &batch_meta::part)
     .def_readonly("sample_ids", &batch_meta::sample_ids)
     .def_readonly("checksums", &batch_meta::checksums)
-    .def("__repr__", [](const batch_meta& m) {
-      return "BatchInfo(epoch=" + std::to_string(m.epoch) + ", batch_id="
-             + std::to_string(m.batch_id) + ", "
-             + std::to_string(m.sample_ids.size()) + " samples)";
+    .def("__repr__", [](const batch_meta& meta) {
+      return "BatchInfo(epoch=" + std::to_string(meta.epoch) + ", batch_id="
+             + std::to_string(meta.batch_id) + ", "
+             + std::to_string(meta.sample_ids.size()) + " samples)";
     });
   py::class_<session, std::shared_ptr<session>>(m, "Session")
     .def(py::init<std::vector<std::string>>(), py::arg("args"))

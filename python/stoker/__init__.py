@@ -406,6 +406,12 @@ class Trainer(_Loop):
     def _world(self):
         return self._group_info()[1]
 
+    def load_state_dict(self, state):
+        raise ConfigError(
+            "stoker.Trainer.load_state_dict: resuming a Python trainer node "
+            "is not built yet (docs/python.md, state_dict); a local "
+            "stoker.DataLoader resumes from its state_dict()")
+
     def _has_test(self):
         return self._shape("eval_batches") > 0 and self.rank == 0
 

@@ -15,6 +15,24 @@ for f in bin/stoker-node include/stoker/registry.hpp include/stoker/node_main.hp
          lib/cmake/Stoker/StokerConfig.cmake share/stoker/config/local.ini; do
   [ -e "$scratch/prefix/$f" ] || { echo "package: $f was not installed"; exit 1; }
 done
+# The Python package, from the prefix alone (a run of 2 small epochs).
+if [ -d "$build/python/stoker" ]; then
+  site=$scratch/prefix/lib/python3/dist-packages
+  ls "$site"/stoker/_stoker*.so "$site/stoker/__init__.py" >/dev/null \
+    || { echo "package: the Python package was not installed in $site"; exit 1; }
+  (cd "$scratch" && PYTHONPATH=$site /usr/bin/python3 -c '
+import stoker
+loader = stoker.DataLoader(pipeline={"height": 32, "width": 32,
+                                     "dataset_size": 128, "batch_size": 16,
+                                     "epochs": 2})
+ids = [i for e in range(loader.epochs) for _ in loader
+       for i in loader.last_batch.sample_ids]
+loader.close()
+assert sorted(ids) == sorted(list(range(128)) * 2), ids
+assert stoker.__file__.startswith("'"$site"'"), stoker.__file__
+print("package: import stoker from the prefix: 2 epochs of 128 samples once each")
+') || { echo "package: the installed Python package failed"; exit 1; }
+fi
 example=$src/examples/custom-transform
 cmake -S "$example" -B "$scratch/example" \
   -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null

@@ -478,4 +478,28 @@ BOOST_AUTO_TEST_CASE(an_expired_or_mismatched_certificate_does_not_load) {
              describe(foreign.error()));
 }
 
+// A port that closes before its gate says anything (a node going away, or
+// one starting again on the same port: a head resumed from its journal) is
+// worth another try within the connect timeout, not the end of a node
+// (faults' resumed head: a trainer stopped at once on it).
+BOOST_AUTO_TEST_CASE(a_port_that_closes_without_a_word_is_worth_another_try) {
+  auto listener = detail::tcp_listen("127.0.0.1", 0, "a closing port");
+  BOOST_REQUIRE(listener);
+  std::thread closer{[fd = listener->fd] {
+    std::string peer;
+    int c = detail::tcp_accept(fd, peer);
+    if (c >= 0)
+      ::close(c); // accepted, then gone without a preface
+  }};
+  said log;
+  auto t = tunnel::open("127.0.0.1", listener->port, options(log, nullptr));
+  closer.join();
+  ::close(listener->fd);
+  BOOST_REQUIRE(!t);
+  BOOST_TEST(is(t.error(), errc::io_failure), describe(t.error()));
+  BOOST_TEST(describe(t.error()).find("no answer from its gate")
+               != std::string::npos,
+             describe(t.error()));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -109,17 +109,6 @@ void close_phase(trainer_ptr self, uint64_t epoch, split part) {
   s.epochs.erase(epoch);
 }
 
-run_identity identity_of(const run_config& cfg) {
-  auto& s = cfg.pipeline.source;
-  run_identity id;
-  id.dataset_size = s.dataset_size;
-  id.epochs = s.epochs;
-  id.batch_size = s.batch_size;
-  id.seed = s.seed;
-  id.shuffle = s.shuffle;
-  return id;
-}
-
 // Gives a batch's buffer back to the listener that filled it, if any.
 void recycle(trainer_state& s, image_batch& batch) {
   if (s.pool)
@@ -528,6 +517,17 @@ open_gpu_blur(const run_config& cfg) {
 }
 
 } // namespace
+
+run_identity identity_of(const run_config& cfg) {
+  auto& s = cfg.pipeline.source;
+  run_identity id;
+  id.dataset_size = s.dataset_size;
+  id.epochs = s.epochs;
+  id.batch_size = s.batch_size;
+  id.seed = s.seed;
+  id.shuffle = s.shuffle;
+  return id;
+}
 
 caf::error check_resume(const run_config& cfg, uint32_t world) {
   if (!cfg.node.resume)

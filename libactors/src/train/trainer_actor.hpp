@@ -11,13 +11,13 @@
 
 #include "stoker/actors.hpp"
 #include "stoker/options.hpp"
+#include "train/checkpoint.hpp"
 #include "transport/buffer_pool.hpp"
 
 namespace stoker {
 
 class registry;
 class step_engine;
-struct checkpoint;
 
 /// What a process that embeds Stoker (the Python package) puts in place of
 /// a node's own trainer parts; each unset member keeps the node's.
@@ -56,6 +56,10 @@ spawn_trainer(caf::actor_system& sys, const run_config& cfg,
               uint32_t local_index = 0,
               bool defer_missing_checkpoint = false,
               const trainer_hooks* hooks = nullptr);
+
+/// Which run `cfg` is, as a checkpoint records it (a resumed run must be
+/// the same run).
+run_identity identity_of(const run_config& cfg);
 
 /// With --resume, whether the checkpoint in trainer.checkpoint-dir may
 /// resume this run as a group of `world` trainers: it is there, of the

@@ -406,8 +406,10 @@ tunnel::open(const std::string& host, uint16_t port, gate_options options) {
   auto hello = gate_hello();
   ::send(*remote, hello.data(), hello.size(), MSG_NOSIGNAL);
   auto verdict = read_gate_preface(*remote, deadline);
-  if (!verdict)
-    return fail(errc::run_failure, describe(verdict.error()));
+  if (!verdict) // no answer (io_failure) is retried, a wrong one is not
+    return fail(is(verdict.error(), errc::io_failure) ? errc::io_failure
+                                                      : errc::run_failure,
+                describe(verdict.error()));
   if (verdict->verdict == 'R') // busy: worth another try
     return fail(errc::io_failure, "refused this connection: "
                                     + verdict->why);

@@ -81,8 +81,10 @@ read_gate_preface(int fd, clock_type::time_point deadline) {
     return true;
   };
   char head[sizeof(preface_magic) + 1];
+  // io_failure: worth another try (a node that is starting, or going
+  // away while its port is still open); the caller's deadline ends it.
   if (!read_exactly(head, sizeof(head)))
-    return make_error(errc::run_failure,
+    return make_error(errc::io_failure,
                       "no answer from its gate (the port closed, or said "
                       "nothing in time: not a Stoker node port, or another "
                       "Stoker release?)");

@@ -36,8 +36,10 @@ struct gate_verdict {
   std::string why;  ///< the refusal's reason
 };
 
-/// Reads a gate's preface from `fd` until `deadline`; an error
-/// (errc::run_failure) says what came instead.
+/// Reads a gate's preface from `fd` until `deadline`; an error says what
+/// came instead: errc::io_failure for nothing at all (the port closed, or
+/// stayed silent: a node starting or going away, worth another try),
+/// errc::run_failure for an answer that is not a gate's.
 caf::expected<gate_verdict>
 read_gate_preface(int fd, std::chrono::steady_clock::time_point deadline);
 
