@@ -1,6 +1,6 @@
 // The stoker Python package's native part (_stoker): a Stoker run inside
 // the Python process whose trainer is the Python loop. Glue over
-// run_local/run_member and batch_feed (libactors); the Python side
+// run_local/member_role_main and batch_feed (libactors); the Python side
 // (stoker/__init__.py) turns it into DataLoader and Trainer.
 //
 // Threads: the run has a thread of its own (the actor system's, which
@@ -165,12 +165,15 @@ public:
   }
 
   /// The next event as a tuple, waiting up to `timeout_ms` with the GIL
-  /// released; None on a timeout (the caller checks for Ctrl-C and asks
+  /// released (after releasing the batch the loop holds, if
+  /// `release_first`: one call per batch); None on a timeout (the caller checks for Ctrl-C and asks
   /// again). ("batch", images, labels, epoch, part, batch_id),
   /// ("phase_end", epoch, part) or ("finished", error or None).
-  py::object next(int64_t timeout_ms) {
+  py::object next(int64_t timeout_ms, bool release_first) {
     std::optional<feed_event> e;
     auto feed = current_feed();
+    if (feed && release_first) // the loop is done with the batch it holds
+      feed->release();
     if (!feed) { // the trainer is not there yet (joining the head)
       if (done_) {
         std::lock_guard<std::mutex> guard{mutex_};
@@ -489,7 +492,8 @@ PYBIND11_MODULE(_stoker, m) {
   py::class_<session, std::shared_ptr<session>>(m, "Session")
     .def(py::init<std::vector<std::string>>(), py::arg("args"))
     .def("start", &session::start, py::arg("state") = py::none())
-    .def("next", &session::next, py::arg("timeout_ms"))
+    .def("next", &session::next, py::arg("timeout_ms"),
+         py::arg("release_first") = false)
     .def("release", &session::release)
     .def("cursor", &session::cursor)
     .def("close", &session::close, py::arg("reason"))

@@ -322,14 +322,18 @@ class _Loop:
             self._error = event[1]
 
     def _next(self, part):
-        self._release()  # the previous batch's step is done: its ack
-        if self._finished:
-            if self._error:
-                raise RunFailed(self._error, self.report)
-            raise StopIteration
-        if part != self._phase:
+        if self._finished or part != self._phase:
+            self._release()  # the previous batch's step is done: its ack
+            if self._finished:
+                if self._error:
+                    raise RunFailed(self._error, self.report)
+                raise StopIteration
             return None  # this phase has ended
-        event = self._wait()
+        # The ack of the batch held and the wait for the next, in one call.
+        event = self._session.next(_POLL_MS, self._holding)
+        self._holding = False
+        while event is None:
+            event = self._session.next(_POLL_MS, False)
         if event[0] == "batch":
             _, images, labels, self.last_batch = event
             self._holding = True
