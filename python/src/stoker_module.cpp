@@ -129,8 +129,7 @@ public:
       if (!c)
         throw std::invalid_argument(describe(c.error()));
       if (local())
-        if (auto err = check_resumable(c->run,
-                                       identity_of(cfg_)))
+        if (auto err = check_resumable(c->run, identity_of(cfg_)))
           throw std::invalid_argument(describe(err));
       resumed = std::make_shared<const checkpoint>(std::move(*c));
     }
@@ -165,10 +164,10 @@ public:
   }
 
   /// The next event as a tuple, waiting up to `timeout_ms` with the GIL
-  /// released (after releasing the batch the loop holds, if
-  /// `release_first`: one call per batch); None on a timeout (the caller checks for Ctrl-C and asks
-  /// again). ("batch", images, labels, epoch, part, batch_id),
-  /// ("phase_end", epoch, part) or ("finished", error or None).
+  /// released, after releasing the batch the loop holds if `release_first`
+  /// (one call per batch): ("batch", images, labels, BatchInfo),
+  /// ("phase_end", epoch, part) or ("finished", error or None); None on a
+  /// timeout (the caller checks for Ctrl-C and asks again).
   py::object next(int64_t timeout_ms, bool release_first) {
     std::optional<feed_event> e;
     auto feed = current_feed();
@@ -221,7 +220,8 @@ public:
     // Proof of no copy: the buffer a worker (or the batch stream) took
     // from the run's pool and filled is the one the tensor spans. One from
     // elsewhere (a copied message) is counted.
-    if (!holder->data.empty() && (!holder->pool || !holder->pool->made(images_at)))
+    if (!holder->data.empty()
+        && (!holder->pool || !holder->pool->made(images_at)))
       bytes_copied_ += holder->data.size();
     auto images = torch::from_blob(
       images_at,

@@ -179,3 +179,49 @@ def test_an_exception_in_a_python_trainer_names_the_lost_node(cluster_dir):
         assert c.wait("t-0", 60) is not None, c.log("t-0")
     finally:
         c.stop()
+
+
+TRAIN_ALL = """
+import stoker, sys
+keys = {"tls": {"dir": sys.argv[3]}} if sys.argv[3] != "-" else {}
+t = stoker.Trainer(head=sys.argv[1], name=sys.argv[2], **keys)
+print("rank", t.rank, "of", t.world_size, flush=True)
+for epoch in range(t.epochs):
+    for x, y in t:
+        pass
+t.close()
+print("done", flush=True)
+"""
+
+
+def test_a_python_trainer_joins_a_tls_cluster_with_its_node_keys(cluster_dir):
+    certs = os.path.join(cluster_dir, "certs")
+    subprocess.run([os.path.join(SOURCE_DIR, "tools", "make-certs"), certs,
+                    "head", "t-0", "w-a"], check=True,
+                   capture_output=True)
+    tls = "--tls.dir=" + certs
+    c = Cluster(cluster_dir, [tls, "--node.name=head",
+                              "--cluster.nodes=[\"t-0:trainer\", "
+                              "\"w-a:worker:1\"]",
+                              "--pipeline.height=32", "--pipeline.width=32",
+                              "--pipeline.dataset-size=640",
+                              "--pipeline.batch-size=16",
+                              "--pipeline.epochs=2"])
+    try:
+        # Without the cluster's keys it is refused, saying why.
+        c.start("stranger", [sys.executable, "-c", TRAIN_ALL, c.head, "t-0",
+                             "-"])
+        assert c.wait("stranger", 60) not in (None, 0), c.log("stranger")
+        assert "tls" in c.log("stranger"), c.log("stranger")
+        c.start("t-0", [sys.executable, "-c", TRAIN_ALL, c.head, "t-0",
+                        certs])
+        c.start("w-a", [NODE, "--role=worker", "--node.name=w-a",
+                        "--cluster.head=" + c.head, tls])
+        assert c.wait("head", 120) == 0, c.log("head") + c.log("t-0")
+        assert c.wait("t-0", 60) == 0, c.log("t-0")
+        assert "done" in c.log("t-0")
+    finally:
+        c.stop()
+    report = json.load(open(c.report))
+    assert report["missing"] == 0 and report["duplicates"] == 0
+    assert report["trainers"][0]["device"] == "python"

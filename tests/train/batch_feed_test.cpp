@@ -107,6 +107,19 @@ BOOST_AUTO_TEST_CASE(the_cursor_counts_what_the_loop_took_once) {
   BOOST_TEST(c.done_below == 1u); // batch 0; batch 2 above the watermark
   BOOST_TEST(c.done_ids == std::vector<uint64_t>{2});
   BOOST_TEST(c.next_seq == 3u);
+  // A test batch evaluated is not leased again, and is no step.
+  std::thread evaluator([&] {
+    auto t = batch_of(0, 3, {0, 3});
+    t.part = split::test;
+    BOOST_CHECK(!feed.hand_over(t, nullptr));
+  });
+  BOOST_REQUIRE(feed.next(5s));
+  feed.release();
+  evaluator.join();
+  auto after_test = feed.cursor();
+  BOOST_TEST(after_test.step == 2u);
+  BOOST_TEST(after_test.delivered == 4u);
+  BOOST_TEST(after_test.done_ids == (std::vector<uint64_t>{2, 3}));
   // A feed resumed from it starts where it stopped.
   stoker::batch_feed again{run_of(6, 1), 6, 1, &c};
   BOOST_TEST(again.cursor().delivered == 4u);

@@ -122,14 +122,16 @@ std::optional<feed_event> batch_feed::next(std::chrono::milliseconds timeout) {
 }
 
 void batch_feed::take(const image_batch& batch) {
-  // What run_batch records for a step (trainer_actor.cpp): the padded tail
-  // repeats samples counted already; skipped files count as handled.
-  if (batch.part != split::train)
-    return;
+  // What run_batch records once the step is done (trainer_actor.cpp): the
+  // id of every batch run (test batches too: not leased again), and for a
+  // training batch a step (a group rank's empty share is one too) and its
+  // samples, but not the padded tail's repeats; skipped files count as
+  // handled.
   consumed_.insert(batch.batch_id);
   next_seq_ = std::max(next_seq_, batch.slot.seq + 1);
-  if (batch.sample_ids.empty() && batch.skipped_ids.empty())
-    return; // a rank's empty share of a global step: a step all the same
+  if (batch.part != split::train)
+    return;
+  ++steps_;
   auto counted = batch.sample_ids.size()
                  - std::min<size_t>(batch.sample_ids.size(),
                                     batch.slot.padded);
@@ -137,8 +139,6 @@ void batch_feed::take(const image_batch& batch) {
     ledger_.record(batch.epoch, batch.sample_ids[i]);
   for (auto id : batch.skipped_ids)
     ledger_.record(batch.epoch, id);
-  if (!batch.sample_ids.empty())
-    ++steps_;
 }
 
 checkpoint batch_feed::cursor() const {
