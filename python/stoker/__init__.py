@@ -377,9 +377,13 @@ class Trainer(_Loop):
     wait for the group to form); init_process_group() makes torch.distributed
     meet the other ranks at the group's store on the head (no port of its
     own), for DistributedDataParallel over gloo.
+
+    `state`: a state_dict() of an earlier Trainer of the same run, which
+    this one goes on from (a lone trainer; a rank of a group is refused by
+    name: a group resumes from rank 0's checkpoint).
     """
 
-    def __init__(self, head, name, config_file=None, **keys):
+    def __init__(self, head, name, config_file=None, state=None, **keys):
         host, sep, port = str(head).rpartition(":")
         if not sep or not host or not port.isdigit():
             raise ConfigError(f"head = {head!r}: expected HOST:PORT")
@@ -390,6 +394,8 @@ class Trainer(_Loop):
         super().__init__(args)
         self._name = name
         self._group = None
+        if state is not None:  # before the start: the trainer resumes
+            _Loop.load_state_dict(self, state)
         self._start()  # joins the head now: the run waits for its nodes
 
     def _group_info(self):
@@ -410,11 +416,14 @@ class Trainer(_Loop):
     def _world(self):
         return self._group_info()[1]
 
+    def _join_run(self):
+        # The run's shape comes from the head with the trainer's group.
+        self._group_info()
+
     def load_state_dict(self, state):
-        raise ConfigError(
-            "stoker.Trainer.load_state_dict: resuming a Python trainer node "
-            "is not built yet (docs/python.md, state_dict); a local "
-            "stoker.DataLoader resumes from its state_dict()")
+        raise RuntimeError(
+            "stoker.Trainer.load_state_dict: a trainer node joins its head "
+            "when it is made; expected stoker.Trainer(..., state=STATE)")
 
     def _has_test(self):
         return self._shape("eval_batches") > 0 and self.rank == 0

@@ -225,3 +225,67 @@ def test_a_python_trainer_joins_a_tls_cluster_with_its_node_keys(cluster_dir):
     report = json.load(open(c.report))
     assert report["missing"] == 0 and report["duplicates"] == 0
     assert report["trainers"][0]["device"] == "python"
+
+
+PART = """
+import pickle, stoker, sys
+head, out, state_in, stop_after = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+state = pickle.load(open(state_in, "rb")) if state_in != "-" else None
+t = stoker.Trainer(head=head, name="t-0", state=state)
+seen = []
+for epoch in range(t.epoch, t.epochs):
+    for x, y in t:
+        seen.append((t.last_batch.epoch, list(t.last_batch.sample_ids)))
+        if len(seen) == stop_after:
+            break
+    if len(seen) == stop_after:
+        break
+pickle.dump({"seen": seen, "state": t.state_dict()}, open(out, "wb"))
+t.close()
+"""
+
+
+def small_head_args():
+    return ["--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+            "--pipeline.height=32", "--pipeline.width=32",
+            "--pipeline.dataset-size=640", "--pipeline.batch-size=16",
+            "--pipeline.epochs=2"]
+
+
+def test_a_python_trainer_goes_on_from_its_state_dict(cluster_dir):
+    import pickle
+    first_out = os.path.join(cluster_dir, "first.pickle")
+    first = Cluster(os.path.join(cluster_dir), small_head_args())
+    try:
+        first.start("t-0", [sys.executable, "-c", PART, first.head,
+                            first_out, "-", "15"])
+        first.worker("w-a")
+        # The loop stops after 15 of epoch 1's 40 batches: that run fails,
+        # naming why; what it trained is in the saved state.
+        assert first.wait("head", 120) == 1, first.log("head")
+        assert first.wait("t-0", 60) is not None, first.log("t-0")
+    finally:
+        first.stop()
+    saved = pickle.load(open(first_out, "rb"))
+    assert len(saved["seen"]) == 15
+    state_file = os.path.join(cluster_dir, "state.pickle")
+    pickle.dump(saved["state"], open(state_file, "wb"))
+    second_dir = os.path.join(cluster_dir, "again")
+    os.mkdir(second_dir)
+    second_out = os.path.join(second_dir, "second.pickle")
+    second = Cluster(second_dir, small_head_args())
+    try:
+        second.start("t-0", [sys.executable, "-c", PART, second.head,
+                             second_out, state_file, "0"])
+        second.worker("w-a")
+        assert second.wait("head", 120) == 0, second.log("head")
+        assert second.wait("t-0", 60) == 0, second.log("t-0")
+    finally:
+        second.stop()
+    rest = pickle.load(open(second_out, "rb"))["seen"]
+    for epoch in (0, 1):
+        ids = [i for e, batch in saved["seen"] + rest if e == epoch
+               for i in batch]
+        assert sorted(ids) == list(range(640)), epoch  # once each
+    report = json.load(open(second.report))
+    assert report["missing"] == 0 and report["duplicates"] == 0, report

@@ -400,6 +400,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   hello.resumed = resumed != nullptr;
   hello.gpu_blur = st.gpu_blur != nullptr;
   if (resumed) {
+    st.resumed_by_loop = !cfg.node.resume; // only hooks resume without it
     st.lone_resume_refused = check_resume_world(
       checkpoint_world(*resumed), 1,
       "in " + checkpoint_path(cfg.node.trainer.checkpoint_dir));

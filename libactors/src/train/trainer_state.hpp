@@ -96,6 +96,10 @@ struct trainer_state {
   // trainer turns out to be alone (check_resume_world), as its ledger and
   // ids would be rank 0's only.
   caf::error lone_resume_refused;
+  // Resumed from a loop's own cursor (trainer_hooks::resume_from: a Python
+  // loop's state_dict()), a lone trainer's: refused if the trainer turns
+  // out to be a rank of a group (whose cursors are rank 0's checkpoint's).
+  bool resumed_by_loop = false;
   struct epoch_sums {
     double loss = 0.0;
     uint64_t steps = 0;
