@@ -140,16 +140,12 @@ public:
                                          std::shared_ptr<buffer_pool> pool)
       -> caf::expected<std::unique_ptr<step_engine>> {
       auto& src = run.pipeline.source;
-      epoch_plan plan{src, 1};
       auto feed = std::make_shared<batch_feed>(identity_of(run),
                                                src.dataset_size, src.epochs,
                                                resumed.get());
       {
         std::lock_guard<std::mutex> guard{mutex_};
-        shape_.epochs = src.epochs;
-        shape_.batch_size = src.batch_size;
-        shape_.dataset_size = src.dataset_size;
-        shape_.eval_batches = plan.eval_batches();
+        run_source_ = src; // a member's: the head's
         feed_ = feed;
         if (closing_)
           feed->close(make_error(errc::trainer_failure, *closing_));
@@ -321,29 +317,20 @@ public:
   py::dict shape() const {
     std::lock_guard<std::mutex> guard{mutex_};
     py::dict d;
-    if (local()) {
-      auto& src = cfg_.pipeline.source;
-      d["epochs"] = src.epochs;
-      d["batch_size"] = src.batch_size;
-      d["dataset_size"] = src.dataset_size;
-      d["eval_batches"] = epoch_plan{src, 1}.eval_batches();
-    } else if (feed_) {
-      d["epochs"] = shape_.epochs;
-      d["batch_size"] = shape_.batch_size;
-      d["dataset_size"] = shape_.dataset_size;
-      d["eval_batches"] = shape_.eval_batches;
-    }
+    if (!local() && !feed_)
+      return d; // the head has not sent its pipeline yet
+    auto& src = local() ? cfg_.pipeline.source : run_source_;
+    d["epochs"] = src.epochs;
+    d["batch_size"] = src.batch_size;
+    d["dataset_size"] = src.dataset_size;
+    d["eval_batches"] = epoch_plan{src, 1}.eval_batches();
     return d;
   }
 
-  /// Training batches per epoch for rank `rank` of a group of `world`.
+  /// Training batches per epoch of each rank of a group of `world`.
   uint64_t steps_per_epoch(uint32_t world) const {
     std::lock_guard<std::mutex> guard{mutex_};
-    auto src = cfg_.pipeline.source;
-    if (!local() && feed_) {
-      src.dataset_size = shape_.dataset_size;
-      src.batch_size = shape_.batch_size;
-    }
+    auto& src = local() || !feed_ ? cfg_.pipeline.source : run_source_;
     return epoch_plan{src, std::max(1u, world)}.steps();
   }
 
@@ -430,12 +417,7 @@ private:
   registry registry_;
   node_config node_config_;
   run_config cfg_;
-  struct member_shape {
-    uint32_t epochs = 0;
-    uint32_t batch_size = 0;
-    uint64_t dataset_size = 0;
-    uint64_t eval_batches = 0;
-  } shape_; // a member's run, from the head (under mutex_)
+  source_spec run_source_; // a member's run, from the head (under mutex_)
   std::shared_ptr<batch_feed> feed_; // made with the trainer (under mutex_)
   std::optional<std::string> closing_; // close() came before the feed
   std::string failure_text_;
