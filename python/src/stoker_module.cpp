@@ -231,7 +231,6 @@ public:
       labels_holder->data(), {static_cast<int64_t>(labels_holder->size())},
       [labels_holder](void*) mutable { labels_holder.reset(); },
       torch::TensorOptions().dtype(torch::kInt64));
-    ++batches_;
     auto meta = std::make_unique<batch_meta>();
     meta->epoch = b.epoch;
     meta->batch_id = b.batch_id;
@@ -335,7 +334,9 @@ public:
   }
 
   uint64_t bytes_copied() const noexcept { return bytes_copied_; }
-  uint64_t batches() const noexcept { return batches_; }
+
+  /// Whether the run has ended (its outcome is the next event).
+  bool ended() const noexcept { return done_; }
 
 private:
   std::shared_ptr<batch_feed> current_feed() const {
@@ -344,52 +345,49 @@ private:
   }
 
   void run() {
-    caf::error failure;
-    if (!local()) {
-      auto sys = std::make_unique<caf::actor_system>(node_config_);
-      auto code = member_role_main(*sys, cfg_, registry_, *links_, &hooks_);
-      if (code != 0)
-        failure = make_error(errc::run_failure,
-                             "trainer node '" + cfg_.node.name
-                               + "' ended with exit code "
-                               + std::to_string(code)
-                               + " (its lines above, and the head's "
-                                 "report, say why)");
-      // The loop learns the outcome now: the actor system's shutdown may
-      // wait on network peers (stoker-node bounds it with bound_shutdown;
-      // here the process is Python's, and join() is bounded).
-      finish(std::move(failure));
-      sys.reset();
-      down_ = true;
-      return;
-    }
-    {
-      caf::actor_system sys{node_config_};
-      auto report = run_local(sys, cfg_, registry_, links_->tls(), &hooks_);
-      std::lock_guard<std::mutex> guard{mutex_};
-      if (report) {
-        report_json_ = to_json(*report);
-        if (!cfg_.node.report_path.empty()) // --report, as stoker-node
-          if (auto err = write_report(*report, cfg_.node.report_path))
-            failure = std::move(err);
-        if (!failure && !report->exactly_once())
-          failure = make_error(errc::trainer_failure,
-                               report->first_error.empty()
-                                 ? "the run did not deliver every sample "
-                                   "exactly once (missing "
-                                     + std::to_string(report->missing)
-                                     + ", duplicates "
-                                     + std::to_string(report->duplicates)
-                                     + ")"
-                                 : report->first_error);
-      } else {
-        failure = report.error();
-      }
-      // The detached workers end after their current item; the system's
-      // destructor waits for them.
-    }
+    auto sys = std::make_unique<caf::actor_system>(node_config_);
+    auto failure = local() ? run_here(*sys) : run_member(*sys);
+    // The loop learns the outcome now: the actor system's shutdown waits
+    // for detached workers and may wait on network peers (stoker-node
+    // bounds it with bound_shutdown; here the process is Python's, and
+    // join() is bounded).
     finish(std::move(failure));
+    sys.reset();
     down_ = true;
+  }
+
+  // A local run; its error, or why its report is not exactly once.
+  caf::error run_here(caf::actor_system& sys) {
+    auto report = run_local(sys, cfg_, registry_, links_->tls(), &hooks_);
+    if (!report)
+      return std::move(report.error());
+    std::lock_guard<std::mutex> guard{mutex_};
+    report_json_ = to_json(*report);
+    if (!cfg_.node.report_path.empty()) // --report, as stoker-node
+      if (auto err = write_report(*report, cfg_.node.report_path))
+        return err;
+    if (report->exactly_once())
+      return caf::none;
+    return make_error(errc::trainer_failure,
+                      report->first_error.empty()
+                        ? "the run did not deliver every sample exactly "
+                          "once (missing "
+                            + std::to_string(report->missing)
+                            + ", duplicates "
+                            + std::to_string(report->duplicates) + ")"
+                        : report->first_error);
+  }
+
+  // A trainer node of a cluster; the run's report is the head's.
+  caf::error run_member(caf::actor_system& sys) {
+    auto code = member_role_main(sys, cfg_, registry_, *links_, &hooks_);
+    if (code == 0)
+      return caf::none;
+    return make_error(errc::run_failure,
+                      "trainer node '" + cfg_.node.name
+                        + "' ended with exit code " + std::to_string(code)
+                        + " (its lines above, and the head's report, say "
+                          "why)");
   }
 
   void finish(caf::error failure) {
@@ -429,7 +427,6 @@ private:
   mutable std::mutex mutex_;
   std::string report_json_;
   uint64_t bytes_copied_ = 0;
-  uint64_t batches_ = 0;
 };
 
 // Stoker's checksum (core/checksum.hpp) of each image of a contiguous
@@ -486,7 +483,7 @@ PYBIND11_MODULE(_stoker, m) {
     .def("steps_per_epoch", &session::steps_per_epoch, py::arg("world"))
     .def_property_readonly("local", &session::local)
     .def_property_readonly("bytes_copied", &session::bytes_copied)
-    .def_property_readonly("batches", &session::batches);
+    .def_property_readonly("ended", &session::ended);
   m.def("image_checksums", &image_checksums, py::arg("images"),
         "Stoker's checksum of each image of a float32 (N, ...) tensor");
 }

@@ -47,6 +47,10 @@ class RunFailed(RuntimeError):
 # (Ctrl-C is seen between two waits).
 _POLL_MS = 100
 
+# A backstop for a Trainer's group: the head's cluster.join-timeout and
+# heartbeats end a run whose group never forms well before this.
+_GROUP_WAIT_S = 600.0
+
 
 def _value_text(section, key, value):
     if isinstance(value, bool):
@@ -302,11 +306,13 @@ class _Loop:
             self._session.release()
             self._holding = False
 
-    def _wait(self):
-        while True:
-            event = self._session.next(_POLL_MS)
-            if event is not None:
-                return event
+    def _wait(self, release_first=False):
+        """The next event; with `release_first`, the ack of the batch held
+        and the wait in one call."""
+        event = self._session.next(_POLL_MS, release_first)
+        while event is None:  # Ctrl-C is seen between two waits
+            event = self._session.next(_POLL_MS, False)
+        return event
 
     def _handle(self, event):
         kind = event[0]
@@ -329,11 +335,8 @@ class _Loop:
                     raise RunFailed(self._error, self.report)
                 raise StopIteration
             return None  # this phase has ended
-        # The ack of the batch held and the wait for the next, in one call.
-        event = self._session.next(_POLL_MS, self._holding)
+        event = self._wait(release_first=self._holding)
         self._holding = False
-        while event is None:
-            event = self._session.next(_POLL_MS, False)
         if event[0] == "batch":
             _, images, labels, self.last_batch = event
             self._holding = True
@@ -400,16 +403,16 @@ class Trainer(_Loop):
 
     def _group_info(self):
         if self._group is None:
-            group = self._session.group(float(
-                os.environ.get("STOKER_GROUP_TIMEOUT", "600")))
+            group = self._session.group(_GROUP_WAIT_S)
             if group is None:
+                if not self._session.ended:
+                    self._abandon(f"trainer {self._name!r}: no group formed "
+                                  f"within {_GROUP_WAIT_S:.0f} s")
                 while not self._finished:
-                    event = self._session.next(_POLL_MS)
-                    if event is not None:
-                        self._handle(event)
+                    self._handle(self._wait())
                 raise RunFailed(self._error or
-                                f"trainer {self._name!r}: the run ended "
-                                f"before its group formed")
+                                f"trainer {self._name!r}: no group formed "
+                                f"within {_GROUP_WAIT_S:.0f} s")
             self._group = group
         return self._group
 

@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 SOURCE_DIR = os.environ.get(
     "STOKER_SOURCE_DIR",
@@ -32,8 +31,3 @@ def run_script(code, timeout=120, **popen):
     return subprocess.run([sys.executable, "-c", code], capture_output=True,
                           text=True, timeout=timeout, env=os.environ.copy(),
                           **popen)
-
-
-@pytest.fixture
-def source_dir():
-    return SOURCE_DIR

@@ -255,7 +255,7 @@ def small_head_args():
 def test_a_python_trainer_goes_on_from_its_state_dict(cluster_dir):
     import pickle
     first_out = os.path.join(cluster_dir, "first.pickle")
-    first = Cluster(os.path.join(cluster_dir), small_head_args())
+    first = Cluster(cluster_dir, small_head_args())
     try:
         first.start("t-0", [sys.executable, "-c", PART, first.head,
                             first_out, "-", "15"])

@@ -93,6 +93,18 @@ BOOST_AUTO_TEST_CASE(knows_the_buffers_it_made_and_not_copies) {
   auto again = pool.acquire(1024); // recycled: still one of its own
   BOOST_TEST(again.data() == at);
   BOOST_TEST(pool.made(again.data()));
+  // One more than it keeps is freed: that address is no longer its own
+  // (malloc may hand it to anything).
+  auto extra = pool.acquire(1024);
+  auto third = pool.acquire(1024);
+  const void* third_at = third.data();
+  BOOST_TEST(pool.made(third_at));
+  pool.release(std::move(again));
+  pool.release(std::move(extra));
+  pool.release(std::move(third)); // the pool keeps 2
+  BOOST_TEST(pool.idle() == 2u);
+  BOOST_TEST(!pool.made(third_at));
+  BOOST_TEST(pool.made(at));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

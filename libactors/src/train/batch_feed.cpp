@@ -198,10 +198,6 @@ public:
     return true;
   }
 
-  bool phases_in_order() const override {
-    return true;
-  }
-
   void end_phase(uint64_t epoch, split part) override {
     feed_->end_phase(epoch, part);
   }

@@ -66,7 +66,10 @@ public:
   virtual bool simulated() const = 0;
 
   /// True where a training loop of its own computes the loss and the
-  /// accuracy (a Python loop): the trainer prints no figures for it.
+  /// accuracy (a Python loop): the trainer prints no figures for it, and
+  /// runs a lone trainer's phases in order (epoch e's training, its test,
+  /// then e+1), as a trainer that evaluates does anyway: a loop iterates
+  /// epochs.
   virtual bool loop_driven() const {
     return false;
   }
@@ -76,13 +79,6 @@ public:
   /// tell (CPU, simulated).
   virtual std::optional<uint64_t> last_device_ns() const {
     return std::nullopt;
-  }
-
-  /// True for an engine that must see a lone trainer's phases in order
-  /// (epoch e's training, its test, then e+1: a loop iterates epochs), as
-  /// a trainer that evaluates runs them anyway.
-  virtual bool phases_in_order() const {
-    return false;
   }
 
   /// The trainer completed phase (`epoch`, `part`) after the step or

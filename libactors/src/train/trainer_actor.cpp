@@ -55,7 +55,7 @@ void log_progress(trainer_ptr self) {
        << "%";
   if (st.engine->simulated())
     line << " [simulated accelerator]";
-  else if (st.loss_measured) // a loop's engine leaves it to the loop
+  else if (!st.engine->loop_driven()) // a loop prints its own loss
     line << ", loss " << std::setprecision(4) << st.stats.last_loss;
   caf::aout(self) << line.str() << std::endl;
   st.window_step_ns = st.window_wait_ns = 0;
@@ -72,7 +72,7 @@ void close_phase(trainer_ptr self, uint64_t epoch, split part) {
   bool measured = !s.engine->simulated() && !s.engine->loop_driven();
   auto shown = [](double x) {
     std::ostringstream text;
-    if (x < 0 || !std::isfinite(x)) // not measured (sim, a loop's engine)
+    if (x < 0)
       text << "n/a";
     else
       text << std::fixed << std::setprecision(4) << x;
@@ -172,7 +172,6 @@ bool run_batch(trainer_ptr self, image_batch& batch,
       s.stats.steps += 1;
       collective_ns = result->collective_ns;
       s.stats.collective_ns += collective_ns;
-      s.loss_measured = std::isfinite(result->loss);
       if (std::isfinite(result->loss) || s.engine->simulated()) {
         s.stats.last_loss = result->loss;
         sums.loss += result->loss;
@@ -278,7 +277,7 @@ void run_in_order(trainer_ptr self, image_batch&& batch,
 void run_when_ready(trainer_ptr self, image_batch&& batch,
                     clock_type::time_point start) {
   auto& s = self->state;
-  if ((s.evaluates || s.engine->phases_in_order())
+  if ((s.evaluates || s.engine->loop_driven())
       && !s.gate->ready(batch.epoch, batch.part)) {
     // Ahead of its phase (the next epoch before this one's test, say):
     // it waits; its buffer comes back when it runs.
@@ -400,7 +399,6 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   hello.resumed = resumed != nullptr;
   hello.gpu_blur = st.gpu_blur != nullptr;
   if (resumed) {
-    st.resumed_by_loop = !cfg.node.resume; // only hooks resume without it
     st.lone_resume_refused = check_resume_world(
       checkpoint_world(*resumed), 1,
       "in " + checkpoint_path(cfg.node.trainer.checkpoint_dir));

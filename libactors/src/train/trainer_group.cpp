@@ -197,18 +197,20 @@ bool join_group(trainer_ptr self, group_spec g) {
                  p.source.eval_size, s.gate_resumed);
   s.evaluates = p.source.eval_size > 0 && g.rank == 0;
   c10::intrusive_ptr<c10d::Store> store;
-  if (g.world > 1 && s.resumed_by_loop) {
-    self->quit(make_error(
-      errc::invalid_config,
-      "trainer on node '" + g.node + "' resumes from its loop's "
-        "state_dict(), a lone trainer's cursor, but is rank "
-        + std::to_string(g.rank) + " of a group of "
-        + std::to_string(g.world)
-        + "; expected a lone trainer (a group resumes from rank 0's "
-          "checkpoint, trainer.checkpoint-dir)"));
-    return false;
-  }
   if (g.world > 1) {
+    // Resumed without --resume: from a loop's state_dict() (trainer_hooks),
+    // a lone trainer's cursor; a group's cursors are rank 0's checkpoint's.
+    if (s.hello.resumed && !cfg.node.resume) {
+      self->quit(make_error(
+        errc::invalid_config,
+        "trainer on node '" + g.node + "' resumes from its loop's "
+          "state_dict(), a lone trainer's cursor, but is rank "
+          + std::to_string(g.rank) + " of a group of "
+          + std::to_string(g.world)
+          + "; expected a lone trainer (a group resumes from rank 0's "
+            "checkpoint, trainer.checkpoint-dir)"));
+      return false;
+    }
     collective_options o;
     o.rank = g.rank;
     o.world = g.world;

@@ -62,8 +62,6 @@ struct trainer_state {
   std::optional<delivery_ledger> ledger;
   batch_expectation expect;
   trainer_stats stats;
-  // The last step's engine measured its loss (a Python loop's does not).
-  bool loss_measured = false;
   // Batch ids trained on: a hedged lease can bring a batch twice.
   batch_id_set consumed;
   uint32_t log_every = 100; ///< 0: none (the process shows a progress line)
@@ -96,10 +94,6 @@ struct trainer_state {
   // trainer turns out to be alone (check_resume_world), as its ledger and
   // ids would be rank 0's only.
   caf::error lone_resume_refused;
-  // Resumed from a loop's own cursor (trainer_hooks::resume_from: a Python
-  // loop's state_dict()), a lone trainer's: refused if the trainer turns
-  // out to be a rank of a group (whose cursors are rank 0's checkpoint's).
-  bool resumed_by_loop = false;
   struct epoch_sums {
     double loss = 0.0;
     uint64_t steps = 0;

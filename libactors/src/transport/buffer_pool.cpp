@@ -60,10 +60,12 @@ void buffer_pool::release(std::vector<char>&& buffer) {
   std::vector<char> surplus; // freed after the lock is dropped
   {
     std::lock_guard<std::mutex> guard{mutex_};
-    if (buffer.capacity() > 0 && idle_.size() < capacity_)
+    if (buffer.capacity() > 0 && idle_.size() < capacity_) {
       idle_.push_back(std::move(buffer));
-    else
+    } else {
+      made_.erase(buffer.data()); // freed: its address may serve others
       surplus = std::move(buffer);
+    }
   }
 }
 

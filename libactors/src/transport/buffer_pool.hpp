@@ -40,9 +40,9 @@ public:
   /// Buffers acquire() created.
   size_t created() const;
 
-  /// Whether `data` is the start of a buffer acquire() created (the first
-  /// 4,096 it created are remembered): how a consumer proves it got the
-  /// very memory a producer filled, not a copy of it.
+  /// Whether `data` is the start of a buffer acquire() created and release()
+  /// has not freed (up to 4,096 are remembered): how a consumer proves it
+  /// got the very memory a producer filled, not a copy of it.
   bool made(const void* data) const;
 
 private:
