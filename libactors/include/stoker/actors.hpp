@@ -60,12 +60,15 @@ using source_actor = caf::typed_actor<
 /// its acks there from now on, and the next group_spec of a lone trainer
 /// says hello again with every batch it trained so far, so the new router
 /// leases none of them; a copy it drops is acknowledged all the same (the
-/// new router may have leased it). Runs detached (its own thread): a
-/// step takes seconds, a collective waits for the slowest rank.
+/// new router may have leased it). `ended` (from its engine's thread: a
+/// loop's) says pending steps ended: it finishes and acks them in order.
+/// Runs detached (its own thread): a step takes seconds, a collective
+/// waits for the slowest rank.
 using trainer_actor = caf::typed_actor<
   caf::reacts_to<image_batch>,
   caf::reacts_to<group_spec>,
   caf::reacts_to<rejoin_atom, caf::actor>,
+  caf::reacts_to<ended_atom>,
   caf::replies_to<stats_atom>::with<trainer_stats>>;
 
 /// Where a trainer on another node takes batches on a direct stream

@@ -544,6 +544,7 @@ using saved_atom = caf::atom_constant<caf::atom("saved")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
 using world_atom = caf::atom_constant<caf::atom("world")>;
 using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
+using ended_atom = caf::atom_constant<caf::atom("ended")>;
 
 /// Registers every message type of this header (and the actor handles of
 /// actors.hpp) with `cfg`; call once before the actor system starts.

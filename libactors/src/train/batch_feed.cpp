@@ -22,30 +22,41 @@ batch_feed::batch_feed(run_identity run, uint64_t dataset_size,
 caf::error batch_feed::hand_over(image_batch& batch,
                                  std::shared_ptr<buffer_pool> pool) {
   std::unique_lock<std::mutex> guard{mutex_};
+  // No deadline: the loop's step takes what it takes (as a model's step
+  // would here); close() lets the trainer go when the loop is gone.
+  changed_.wait(guard, [this] { return out_ < max_out || closed_; });
   if (closed_)
     return closed_;
   feed_event e;
   e.kind = feed_event::kind_type::batch;
   // The buffer moves to the loop; the rest (ids, labels, checksums: a few
-  // hundred bytes) is copied, as the trainer still records the batch after
-  // the step.
+  // hundred bytes) is copied, as the trainer still records the batch when
+  // its step ends.
   auto images = std::move(batch.data);
   batch.data = {};
   e.batch = batch;
   e.batch.data = std::move(images);
   e.pool = std::move(pool);
   events_.push_back(std::move(e));
-  handing_ = true;
+  ++out_;
   changed_.notify_all();
-  // No deadline: the loop's step takes what it takes (as a model's step
-  // would here); close() lets the trainer go when the loop is gone.
-  changed_.wait(guard, [this] { return !handing_ || closed_; });
-  if (handing_) { // closed before the loop was done with it
-    handing_ = false;
-    held_ = false;
-    return closed_;
-  }
   return caf::none;
+}
+
+caf::expected<std::optional<ended_step>> batch_feed::ended() {
+  std::lock_guard<std::mutex> guard{mutex_};
+  if (closed_)
+    return closed_;
+  if (ended_.empty())
+    return std::optional<ended_step>{};
+  auto e = ended_.front();
+  ended_.pop_front();
+  return std::optional<ended_step>{e};
+}
+
+void batch_feed::set_notifier(std::function<void()> notify) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  notify_ = std::move(notify);
 }
 
 void batch_feed::end_phase(uint64_t epoch, split part) {
@@ -87,6 +98,7 @@ void batch_feed::finish(caf::error err) {
 
 void batch_feed::close(caf::error why) {
   std::deque<feed_event> dropped; // freed after the lock is dropped
+  std::function<void()> notify;
   {
     std::lock_guard<std::mutex> guard{mutex_};
     if (!closed_)
@@ -94,27 +106,60 @@ void batch_feed::close(caf::error why) {
                     : make_error(errc::trainer_failure,
                                  "the training loop closed its loader");
     dropped.swap(events_);
+    out_ = 0;
     changed_.notify_all();
+    notify = notify_;
   }
+  if (notify)
+    notify(); // the trainer learns it from ended()
 }
 
 void batch_feed::release() {
-  std::lock_guard<std::mutex> guard{mutex_};
-  if (!held_)
-    return;
-  held_ = false;
-  handing_ = false;
-  changed_.notify_all();
+  std::function<void()> notify;
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    if (!held_)
+      return;
+    held_ = false;
+    ended_step e;
+    e.wait_ns = wait_ns_;
+    e.step_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now()
+                                                           - taken_at_)
+        .count());
+    ended_.push_back(e);
+    if (out_ > 0)
+      --out_;
+    changed_.notify_all();
+    notify = notify_;
+  }
+  if (notify)
+    notify(); // outside the lock: it sends the trainer a message
 }
 
 std::optional<feed_event> batch_feed::next(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> guard{mutex_};
-  if (!changed_.wait_for(guard, timeout, [this] { return !events_.empty(); }))
+  if (!asked_at_)
+    asked_at_ = clock_type::now();
+  if (events_.empty()
+      && !changed_.wait_for(guard, timeout,
+                            [this] { return !events_.empty(); }))
     return std::nullopt;
   auto e = std::move(events_.front());
   events_.pop_front();
   if (e.kind == feed_event::kind_type::batch) {
     held_ = true;
+    taken_at_ = clock_type::now();
+    // Waiting for the first batch is start-up (the pipeline filling), as
+    // for a C++ trainer; each later wait is the loop's idle time.
+    wait_ns_ = first_taken_
+                 ? static_cast<uint64_t>(
+                   std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     taken_at_ - *asked_at_)
+                     .count())
+                 : 0;
+    first_taken_ = true;
+    asked_at_.reset();
     guard.unlock();
     take(e.batch);
   }
@@ -167,7 +212,10 @@ public:
   caf::expected<step_result> step(image_batch& batch) override {
     if (auto err = feed_->hand_over(batch, pool_))
       return err;
-    return step_result{std::numeric_limits<double>::quiet_NaN(), 0};
+    step_result r;
+    r.loss = std::numeric_limits<double>::quiet_NaN();
+    r.pending = true;
+    return r;
   }
 
   caf::error join_group(std::shared_ptr<collective_group>) override {
@@ -179,7 +227,18 @@ public:
   caf::expected<eval_result> evaluate(image_batch& batch) override {
     if (auto err = feed_->hand_over(batch, pool_))
       return err;
-    return eval_result{0, std::numeric_limits<double>::quiet_NaN()};
+    eval_result r;
+    r.loss_sum = std::numeric_limits<double>::quiet_NaN();
+    r.pending = true;
+    return r;
+  }
+
+  void on_step_ended(std::function<void()> notify) override {
+    feed_->set_notifier(std::move(notify));
+  }
+
+  caf::expected<std::optional<ended_step>> next_ended() override {
+    return feed_->ended();
   }
 
   void set_learning_rate(double) override {

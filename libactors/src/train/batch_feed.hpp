@@ -2,13 +2,14 @@
 
 // The hand-over between a trainer and a training loop on another thread
 // (a Python loop: the stoker package): the trainer's feed engine hands each
-// batch over and waits until the loop is done with it, so the trainer's ack
-// says what it says for a C++ step.
+// batch over, one ahead of the loop, and the trainer acks it when the loop
+// is done with it, so the ack says what it says for a C++ step.
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,10 +44,13 @@ struct feed_event {
 
 /// One trainer's batches, handed from its thread (the producer: the feed
 /// engine inside step() and evaluate()) to one loop thread (the consumer).
-/// Holds at most one batch the loop has not finished: the trainer waits in
-/// hand_over() until the loop asks for the next event, so a batch is acked
-/// when its step is done and the router's window, hedging and re-leases
-/// work as for a C++ trainer. The consumer side also keeps the data cursor
+/// At most two batches are out at a time: the one the loop holds and the
+/// next, ready when the loop asks (so asking costs the loop no wait for the
+/// trainer's thread). A batch's step ends when the loop asks for the next
+/// event (or closes): the feed keeps the ended steps in order with the
+/// loop's timing (ended()) and calls the notifier, and the trainer acks
+/// then, so the router's window, hedging and re-leases work as for a C++
+/// trainer. The consumer side also keeps the data cursor
 /// (every batch the loop took, as a checkpoint would say) so that a loop
 /// can save it beside its model at any point (the trainer actor's own state
 /// is its thread's only). Thread-safe: one producer, one consumer, and
@@ -61,11 +65,20 @@ public:
   // -- the trainer's thread -------------------------------------------------
 
   /// Hands `batch` over (its buffer moves out to the loop; `pool` is where
-  /// the loop gives it back) and blocks until the loop is done with it: it
-  /// asked for the next event or closed after taking it. An error
-  /// (errc::trainer_failure, the reason close() gave) when the loop closed
-  /// before it was done: the batch is not trained, the trainer quits.
+  /// the loop gives it back), first waiting while two are out (the loop
+  /// holds one, the next waits for it). Its step ends later (ended()). An
+  /// error (errc::trainer_failure, the reason close() gave) once the loop
+  /// closed: the batch is not trained, the trainer quits.
   caf::error hand_over(image_batch& batch, std::shared_ptr<buffer_pool> pool);
+
+  /// The oldest handed batch whose step ended and that ended() has not
+  /// given yet (the loop's wait for it inside next(), and its step: take to
+  /// release), or nothing; the reason once the loop closed.
+  caf::expected<std::optional<ended_step>> ended();
+
+  /// Called (on the loop's thread, or close()'s) each time a step ends or
+  /// the loop closes; set before the first hand_over().
+  void set_notifier(std::function<void()> notify);
 
   /// The trainer completed the phase (`epoch`, `part`).
   void end_phase(uint64_t epoch, split part);
@@ -88,7 +101,7 @@ public:
   // -- the loop's thread ----------------------------------------------------
 
   /// The loop is done with the batch it holds (none: nothing happens): its
-  /// step counts as done and the trainer goes on (its ack goes out).
+  /// step ends (the notifier tells the trainer, whose ack goes out).
   void release();
 
   /// The next event, waiting up to `timeout`; nothing on a timeout. A batch
@@ -111,14 +124,27 @@ public:
   /// Training batches the loop took (its steps), resumed ones included.
   uint64_t steps() const noexcept { return steps_; }
 
+  /// At most this many batches are handed and not ended.
+  static constexpr size_t max_out = 2;
+
 private:
+  using clock_type = std::chrono::steady_clock;
+
   void take(const image_batch& batch);
 
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
   std::deque<feed_event> events_;
-  bool handing_ = false; // the producer waits for the loop
-  bool held_ = false;    // the loop holds the producer's batch
+  size_t out_ = 0;    // handed, not ended (queued or held)
+  bool held_ = false; // the loop holds a batch
+  std::deque<ended_step> ended_;
+  std::function<void()> notify_;
+  // The loop's clock: since when it waits for a batch (its first next()
+  // call since it took the last one), since when it holds one.
+  std::optional<clock_type::time_point> asked_at_;
+  clock_type::time_point taken_at_;
+  uint64_t wait_ns_ = 0; // the held batch's wait
+  bool first_taken_ = false; // waiting for the first is start-up, not idle
   caf::error closed_;
   bool finished_ = false;
   std::optional<group_info> group_;
@@ -131,8 +157,8 @@ private:
 };
 
 /// A step engine whose steps are a loop's: step() and evaluate() hand the
-/// batch to `feed` and return when the loop is done with it (no loss: the
-/// loop computes its own). It runs the trainer's phases in order (epoch e's
+/// batch to `feed` and return it pending; the step ends when the loop is
+/// done with it (next_ended(); no loss: the loop computes its own). It runs the trainer's phases in order (epoch e's
 /// training, its test, then e+1) and tells the feed where each ends.
 /// device() is "python". `pool`: where the loop gives buffers back.
 std::unique_ptr<step_engine>

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,12 +24,24 @@ struct step_result {
   /// Time in the group's collectives (waiting for the other ranks, then
   /// reducing): 0 for a group of one.
   uint64_t collective_ns = 0;
+  /// The step goes on after step() returned (a loop's): the engine says
+  /// when it ended (next_ended()); the fields above mean nothing then.
+  bool pending = false;
 };
 
 /// What evaluating one batch produced.
 struct eval_result {
   uint64_t correct = 0; ///< images whose top prediction is their label
   double loss_sum = 0.0; ///< cross-entropy summed over the images; NaN: sim
+  bool pending = false; ///< as step_result's: ends later
+};
+
+/// A pending step or evaluation that ended: how long the loop waited for
+/// its batch (blocked asking for it) and how long it took (from taking the
+/// batch to asking for the next).
+struct ended_step {
+  uint64_t wait_ns = 0;
+  uint64_t step_ns = 0;
 };
 
 /// The accelerator side of a trainer: one training step per batch. The
@@ -94,6 +107,21 @@ public:
   virtual void group_formed(const group_spec& /*g*/,
                             c10::intrusive_ptr<c10d::Store> /*store*/) {
     // most engines meet the others through join_group's group only
+  }
+
+  /// For an engine whose steps may be pending: `notify` is called, from
+  /// another thread, whenever one ended or the engine failed (the trainer
+  /// then asks next_ended() on its own thread). Called once, before the
+  /// first step.
+  virtual void on_step_ended(std::function<void()> /*notify*/) {
+    // steps end inside step()
+  }
+
+  /// The oldest pending step or evaluation that ended and was not given
+  /// yet (they end in the order step() and evaluate() were called), or
+  /// nothing; an error once the engine cannot go on (the loop left).
+  virtual caf::expected<std::optional<ended_step>> next_ended() {
+    return std::optional<ended_step>{};
   }
 
   /// The model and optimizer as bytes, for a checkpoint (empty for the

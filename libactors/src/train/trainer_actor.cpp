@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include <caf/actor_ostream.hpp>
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 
 #include "stoker/actors.hpp"
@@ -119,8 +120,11 @@ void recycle(trainer_state& s, image_batch& batch) {
 uint64_t account_wait(trainer_ptr self, clock_type::time_point start) {
   auto& s = self->state;
   // Waiting for the very first batch is start-up (nodes joining, the
-  // pipeline filling), not a data shortage; it is not counted as idle.
+  // pipeline filling), not a data shortage; it is not counted as idle. A
+  // loop's idle time is its own (time blocked asking for a batch: the
+  // ended step says it), not the trainer's.
   auto waited = s.stats.steps + s.stats.rejected_batches == 0
+                    || s.engine->loop_driven()
                   ? uint64_t{0}
                   : ns_between(s.idle_since, std::max(s.idle_since, start));
   s.stats.wait_ns += waited;
@@ -128,56 +132,31 @@ uint64_t account_wait(trainer_ptr self, clock_type::time_point start) {
   return waited;
 }
 
-// Runs one checked batch whose phase has come: a training step, or an
-// evaluation of a test batch; acks it. False if the trainer had to quit.
-bool run_batch(trainer_ptr self, image_batch& batch,
-               clock_type::time_point start, const router_actor& router) {
+// Records a batch that ran (`o`: its step or evaluation) and acks it, then
+// ends its phase and saves a checkpoint where one is due. False if the
+// trainer had to quit.
+bool finish_batch(trainer_ptr self, image_batch& batch,
+                  clock_type::time_point start, uint64_t waited,
+                  const step_outcome& o, const router_actor& router) {
   auto& s = self->state;
-  auto waited = account_wait(self, start);
-  decode_batch(batch, s.pool.get()); // to float32, if it came as 16-bit
-  if (batch.order == layout::hwc) { // leased for the GPU blur (placement)
-    if (auto err = s.gpu_blur->run(s.blur, batch)) {
-      self->quit(err);
-      return false;
-    }
-    ++s.stats.gpu_blurred_batches;
-  }
-  for (size_t i = 0; i < batch.skipped_names.size()
-                     && s.stats.skipped_examples.size() < max_skipped_examples;
-       ++i)
-    s.stats.skipped_examples.push_back(batch.skipped_names[i]);
-  s.stats.skipped_samples += batch.skipped_ids.size();
   auto& sums = s.epochs[batch.epoch];
   uint64_t collective_ns = 0;
-  if (batch.part == split::test) {
-    if (!batch.sample_ids.empty()) {
-      auto result = s.engine->evaluate(batch);
-      if (!result) {
-        self->quit(result.error());
-        return false;
-      }
-      sums.correct += result->correct;
-      sums.evaluated += batch.size();
+  if (o.evaluated) {
+    sums.correct += o.eval.correct;
+    sums.evaluated += batch.size();
+  }
+  if (o.stepped) {
+    s.stats.steps += 1;
+    collective_ns = o.step.collective_ns;
+    s.stats.collective_ns += collective_ns;
+    if (!o.step.pending
+        && (std::isfinite(o.step.loss) || s.engine->simulated())) {
+      s.stats.last_loss = o.step.loss;
+      sums.loss += o.step.loss;
+      sums.steps += 1;
     }
-  } else {
-    // In a group every rank steps every global step, with or without
-    // samples of its own: the others wait for it in the collective.
-    if (!batch.sample_ids.empty() || s.collective) {
-      s.engine->set_learning_rate(learning_rate_at(s.spec, s.stats.steps));
-      auto result = s.engine->step(batch);
-      if (!result) {
-        self->quit(result.error());
-        return false;
-      }
-      s.stats.steps += 1;
-      collective_ns = result->collective_ns;
-      s.stats.collective_ns += collective_ns;
-      if (std::isfinite(result->loss) || s.engine->simulated()) {
-        s.stats.last_loss = result->loss;
-        sums.loss += result->loss;
-        sums.steps += 1;
-      }
-    }
+  }
+  if (batch.part == split::train) {
     // The last `padded` samples repeat the epoch's first ones (last-batch
     // = pad): trained on, but each sample counts once.
     auto counted = batch.sample_ids.size()
@@ -191,21 +170,31 @@ bool run_batch(trainer_ptr self, image_batch& batch,
   }
   s.consumed.insert(batch.batch_id);
   auto end = clock_type::now();
-  // A step or an evaluation kept the accelerator busy; skipped files only
-  // did not.
-  uint64_t step_ns = batch.sample_ids.empty() ? 0 : ns_between(start, end);
-  // Waiting for the other ranks is neither compute nor data wait: it is
-  // shown on its own (a slow rank holds the group at the collective).
-  step_ns -= std::min(step_ns, collective_ns);
-  if (auto device_ns = s.engine->last_device_ns();
-      device_ns && !batch.sample_ids.empty()) {
-    // On CUDA the device's own clock says how busy it was: the host's
-    // share of the step (launches, the GPU blur's copies) is idle time.
-    auto idle = step_ns - std::min(step_ns, *device_ns);
-    waited += idle;
-    s.stats.wait_ns += idle;
-    s.window_wait_ns += idle;
-    step_ns -= idle;
+  uint64_t step_ns = 0;
+  if (o.ended) {
+    // A loop's step: its own clock says how long it waited for the batch
+    // (blocked asking for it) and how long it took.
+    step_ns = batch.sample_ids.empty() ? 0 : o.ended->step_ns;
+    waited += o.ended->wait_ns;
+    s.stats.wait_ns += o.ended->wait_ns;
+    s.window_wait_ns += o.ended->wait_ns;
+  } else {
+    // A step or an evaluation kept the accelerator busy; skipped files
+    // only did not.
+    step_ns = batch.sample_ids.empty() ? 0 : ns_between(start, end);
+    // Waiting for the other ranks is neither compute nor data wait: it is
+    // shown on its own (a slow rank holds the group at the collective).
+    step_ns -= std::min(step_ns, collective_ns);
+    if (auto device_ns = s.engine->last_device_ns();
+        device_ns && !batch.sample_ids.empty()) {
+      // On CUDA the device's own clock says how busy it was: the host's
+      // share of the step (launches, the GPU blur's copies) is idle time.
+      auto idle = step_ns - std::min(step_ns, *device_ns);
+      waited += idle;
+      s.stats.wait_ns += idle;
+      s.window_wait_ns += idle;
+      step_ns -= idle;
+    }
   }
   uint64_t backlog = self->mailbox().size(); // batches that waited
   s.stats.step_ns += step_ns;
@@ -231,8 +220,7 @@ bool run_batch(trainer_ptr self, image_batch& batch,
     close_phase(self, batch.epoch, batch.part);
     s.engine->end_phase(batch.epoch, batch.part);
   }
-  if (batch.part == split::train
-      && (!batch.sample_ids.empty() || s.collective)) {
+  if (o.stepped) {
     if (s.log_every > 0 && s.stats.steps % s.log_every == 0)
       log_progress(self);
     if (s.collective) {
@@ -249,8 +237,89 @@ bool run_batch(trainer_ptr self, image_batch& batch,
   return true;
 }
 
-// A checked batch of a group of several ranks: run in slot order, each
-// one when its turn comes (earlier ones may still be on their way).
+// Runs one checked batch whose phase has come: a training step, or an
+// evaluation of a test batch. Finished (recorded, acked) at once, or, when
+// the engine's step goes on after it returns (a loop's) or one before it
+// does, in order once that ended (finish_ended). False if the trainer had
+// to quit.
+bool run_batch(trainer_ptr self, image_batch& batch,
+               clock_type::time_point start, const router_actor& router) {
+  auto& s = self->state;
+  auto waited = account_wait(self, start);
+  decode_batch(batch, s.pool.get()); // to float32, if it came as 16-bit
+  if (batch.order == layout::hwc) { // leased for the GPU blur (placement)
+    if (auto err = s.gpu_blur->run(s.blur, batch)) {
+      self->quit(err);
+      return false;
+    }
+    ++s.stats.gpu_blurred_batches;
+  }
+  for (size_t i = 0; i < batch.skipped_names.size()
+                     && s.stats.skipped_examples.size() < max_skipped_examples;
+       ++i)
+    s.stats.skipped_examples.push_back(batch.skipped_names[i]);
+  s.stats.skipped_samples += batch.skipped_ids.size();
+  step_outcome o;
+  bool pending = false;
+  if (batch.part == split::test) {
+    if (!batch.sample_ids.empty()) {
+      auto result = s.engine->evaluate(batch);
+      if (!result) {
+        self->quit(result.error());
+        return false;
+      }
+      o.evaluated = true;
+      o.eval = *result;
+      pending = result->pending;
+    }
+  } else if (!batch.sample_ids.empty() || s.collective) {
+    // In a group every rank steps every global step, with or without
+    // samples of its own: the others wait for it in the collective.
+    s.engine->set_learning_rate(learning_rate_at(s.spec, s.stats.steps));
+    auto result = s.engine->step(batch);
+    if (!result) {
+      self->quit(result.error());
+      return false;
+    }
+    o.stepped = true;
+    o.step = *result;
+    pending = result->pending;
+  }
+  if (!pending && s.unfinished.empty())
+    return finish_batch(self, batch, start, waited, o, router);
+  recycle(s, batch); // what the engine left of it is not needed
+  unfinished_batch u;
+  u.batch = std::move(batch);
+  u.start = start;
+  u.waited = waited;
+  u.outcome = o;
+  u.pending = pending;
+  s.unfinished.push_back(std::move(u));
+  return true;
+}
+
+// A group rank's batches that came, run in slot order, each one when its
+// turn comes (earlier ones may still be on their way). A phase ends when
+// its last batch is finished: the next phase's batches wait while that is
+// pending (a loop's), so the loop hears of the phase's end before them.
+void run_ahead(trainer_ptr self, clock_type::time_point start) {
+  auto& s = self->state;
+  for (auto next = s.ahead.find(s.next_seq); next != s.ahead.end();
+       next = s.ahead.find(s.next_seq)) {
+    if (std::any_of(s.unfinished.begin(), s.unfinished.end(),
+                    [](auto& u) { return u.batch.slot.phase_end; }))
+      return;
+    auto b = std::move(next->second);
+    s.ahead.erase(next);
+    ++s.next_seq;
+    if (!run_batch(self, b, start, s.router))
+      return;
+    recycle(s, b);
+    start = clock_type::now();
+  }
+}
+
+// A checked batch of a group of several ranks (run_ahead).
 void run_in_order(trainer_ptr self, image_batch&& batch,
                   clock_type::time_point start) {
   auto& s = self->state;
@@ -260,15 +329,25 @@ void run_in_order(trainer_ptr self, image_batch&& batch,
     return;
   }
   s.ahead.emplace(seq, std::move(batch));
-  for (auto next = s.ahead.find(s.next_seq); next != s.ahead.end();
-       next = s.ahead.find(s.next_seq)) {
-    auto b = std::move(next->second);
-    s.ahead.erase(next);
-    ++s.next_seq;
-    if (!run_batch(self, b, start, s.router))
-      return;
-    recycle(s, b);
-    start = clock_type::now();
+  run_ahead(self, start);
+}
+
+// A lone trainer's batches that waited for their phase: those whose phase
+// has come run, in order (phases may pass as they run).
+void run_held(trainer_ptr self) {
+  auto& s = self->state;
+  for (bool ran = true; ran;) {
+    ran = false;
+    for (auto i = s.held.begin(); i != s.held.end(); ++i)
+      if (s.gate->ready(i->epoch, i->part)) {
+        auto next = std::move(*i);
+        s.held.erase(i);
+        if (!run_batch(self, next, clock_type::now(), s.router))
+          return;
+        recycle(s, next);
+        ran = true;
+        break;
+      }
   }
 }
 
@@ -287,20 +366,42 @@ void run_when_ready(trainer_ptr self, image_batch&& batch,
   if (!run_batch(self, batch, start, s.router))
     return;
   recycle(s, batch);
-  // Phases may have passed: run what waited for them, in order.
-  for (bool ran = true; ran;) {
-    ran = false;
-    for (auto i = s.held.begin(); i != s.held.end(); ++i)
-      if (s.gate->ready(i->epoch, i->part)) {
-        auto next = std::move(*i);
-        s.held.erase(i);
-        if (!run_batch(self, next, clock_type::now(), s.router))
-          return;
-        recycle(s, next);
-        ran = true;
-        break;
+  run_held(self);
+}
+
+// Steps of the engine's that ended (a loop's): finished in order, with the
+// batches that ran behind them, then what waited for a phase they ended.
+void finish_ended(trainer_ptr self) {
+  auto& s = self->state;
+  while (!s.unfinished.empty()) {
+    auto& front = s.unfinished.front();
+    if (front.pending) {
+      auto e = s.engine->next_ended();
+      if (!e) {
+        self->quit(e.error());
+        return;
       }
+      if (!*e)
+        break; // the loop is still at it
+      front.outcome.ended = **e;
+      front.pending = false;
+    }
+    auto u = std::move(front);
+    s.unfinished.pop_front();
+    if (!finish_batch(self, u.batch, u.start, u.waited, u.outcome, s.router))
+      return;
   }
+  if (s.unfinished.empty()) {
+    // Nothing pending: the notice may say the loop left.
+    if (auto e = s.engine->next_ended(); !e) {
+      self->quit(e.error());
+      return;
+    }
+  }
+  if (s.collective)
+    run_ahead(self, clock_type::now());
+  else
+    run_held(self);
 }
 
 void on_batch(trainer_ptr self, image_batch& batch) {
@@ -310,6 +411,8 @@ void on_batch(trainer_ptr self, image_batch& batch) {
   auto same = [&](auto& h) { return h.batch_id == batch.batch_id; };
   bool copy = s.consumed.contains(batch.batch_id)
               || std::any_of(s.held.begin(), s.held.end(), same)
+              || std::any_of(s.unfinished.begin(), s.unfinished.end(),
+                             [&](auto& u) { return same(u.batch); })
               || std::any_of(s.ahead.begin(), s.ahead.end(),
                              [&](auto& kv) { return same(kv.second); });
   if (copy) {
@@ -434,6 +537,15 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   st.log_every = progress_line ? 0 : p.trainer.log_every;
   st.line_start = progress_line ? "\r\x1b[K" : "";
   st.cfg = std::move(cfg);
+  // A pending step's end comes from the engine's thread (a loop's) as a
+  // message, so the trainer finishes it on its own. Weak: the engine is
+  // the trainer's, and must not keep it alive.
+  st.engine->on_step_ended(
+    [weak = caf::actor_cast<caf::weak_actor_ptr>(self)] {
+      if (auto strong = caf::actor_cast<caf::strong_actor_ptr>(weak))
+        caf::anon_send(caf::actor_cast<trainer_actor>(strong),
+                       ended_atom::value);
+    });
   return {
     [=](image_batch& batch) {
       auto& s = self->state;
@@ -468,6 +580,9 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
         s.early.pop_front();
         on_batch(self, b);
       }
+    },
+    [=](ended_atom) {
+      finish_ended(self);
     },
     [=](rejoin_atom, const caf::actor& next) {
       // The head was started again (--resume): acks go to its router.

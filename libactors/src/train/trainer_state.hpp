@@ -35,6 +35,26 @@ inline uint64_t ns_between(clock_type::time_point a, clock_type::time_point b) {
     std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
 }
 
+/// What running one batch did, recorded when it is finished.
+struct step_outcome {
+  bool stepped = false;   ///< a training step ran
+  bool evaluated = false; ///< a test batch was evaluated
+  step_result step;
+  eval_result eval;
+  /// A pending step's end: the loop's own wait and step times.
+  std::optional<ended_step> ended;
+};
+
+/// A batch that ran and is not finished (recorded, acked) yet: a loop's
+/// pending step, or one that ran after it (finished in order behind it).
+struct unfinished_batch {
+  image_batch batch; ///< its metadata (a loop holds its buffer)
+  clock_type::time_point start;
+  uint64_t waited = 0; ///< the accelerator's idle time before it
+  step_outcome outcome;
+  bool pending = false; ///< waits for the engine's next_ended()
+};
+
 struct trainer_state {
   std::shared_ptr<step_engine> engine;
   run_config cfg;    // the run's settings (the group is set up from them)
@@ -101,6 +121,9 @@ struct trainer_state {
     uint64_t evaluated = 0;
   };
   std::map<uint64_t, epoch_sums> epochs;
+  // Batches that ran and are not finished, in the order they ran: an
+  // engine's pending steps (a loop's) and what ran after them.
+  std::deque<unfinished_batch> unfinished;
   static constexpr const char* name = "stoker.trainer";
 };
 
