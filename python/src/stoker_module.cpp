@@ -119,8 +119,10 @@ public:
   }
 
   /// Starts the run; `state`: a cursor from an earlier loader's cursor()
-  /// to go on from (throws std::invalid_argument if it is not one).
-  void start(std::optional<std::string> state) {
+  /// to go on from (throws std::invalid_argument if it is not one), taken
+  /// at rank `rank` of a group of `world`.
+  void start(std::optional<std::string> state, uint32_t rank,
+             uint32_t world) {
     if (runner_.joinable())
       throw std::logic_error("the run has started already");
     std::shared_ptr<const checkpoint> resumed;
@@ -134,6 +136,8 @@ public:
       resumed = std::make_shared<const checkpoint>(std::move(*c));
     }
     hooks_.resume_from = resumed;
+    hooks_.resume_rank = rank;
+    hooks_.resume_world = world;
     // The feed is made with the trainer, when the run's pipeline is known
     // (a member's comes from the head).
     hooks_.make_engine = [this, resumed](const run_config& run, uint32_t,
@@ -470,7 +474,8 @@ PYBIND11_MODULE(_stoker, m) {
     });
   py::class_<session, std::shared_ptr<session>>(m, "Session")
     .def(py::init<std::vector<std::string>>(), py::arg("args"))
-    .def("start", &session::start, py::arg("state") = py::none())
+    .def("start", &session::start, py::arg("state") = py::none(),
+         py::arg("rank") = 0, py::arg("world") = 1)
     .def("next", &session::next, py::arg("timeout_ms"),
          py::arg("release_first") = false)
     .def("release", &session::release)

@@ -219,7 +219,12 @@ class _Loop:
         cursor = self._session.cursor() if self._started else None
         if cursor is None and self._state:
             return dict(self._state)
-        return {"format": 1, "cursor": cursor, "epoch": self._epoch}
+        rank, world = self._place()
+        return {"format": 1, "cursor": cursor, "epoch": self._epoch,
+                "rank": rank, "world": world}
+
+    def _place(self):
+        return 0, 1  # a DataLoader's trainer is alone
 
     def load_state_dict(self, state):
         """Goes on from `state` (a state_dict()); before the first
@@ -287,9 +292,11 @@ class _Loop:
 
     def _start(self):
         if not self._started:
-            cursor = self._state.get("cursor") if self._state else None
+            state = self._state or {}
             try:
-                self._session.start(cursor)
+                self._session.start(state.get("cursor"),
+                                    int(state.get("rank", 0)),
+                                    int(state.get("world", 1)))
             except ValueError as err:
                 raise ConfigError(str(err)) from None
             self._started = True
@@ -382,8 +389,9 @@ class Trainer(_Loop):
     own), for DistributedDataParallel over gloo.
 
     `state`: a state_dict() of an earlier Trainer of the same run, which
-    this one goes on from (a lone trainer; a rank of a group is refused by
-    name: a group resumes from rank 0's checkpoint).
+    this one goes on from. In a group every rank is given its own rank's
+    state_dict(), all saved after the same step (save them together, as
+    the model's); anything else is refused by name when the group forms.
     """
 
     def __init__(self, head, name, config_file=None, state=None, **keys):
@@ -418,6 +426,12 @@ class Trainer(_Loop):
 
     def _world(self):
         return self._group_info()[1]
+
+    def _place(self):
+        if self._group is None:  # not formed yet: nothing taken either
+            state = self._state or {}
+            return int(state.get("rank", 0)), int(state.get("world", 1))
+        return self._group[0], self._group[1]
 
     def _join_run(self):
         # The run's shape comes from the head with the trainer's group.

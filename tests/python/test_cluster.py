@@ -289,3 +289,93 @@ def test_a_python_trainer_goes_on_from_its_state_dict(cluster_dir):
         assert sorted(ids) == list(range(640)), epoch  # once each
     report = json.load(open(second.report))
     assert report["missing"] == 0 and report["duplicates"] == 0, report
+
+
+GROUP_PART = """
+import os, pickle, stoker, sys, time
+head, name, out, state_in, stop_after = sys.argv[1:6]
+stop_after = int(stop_after)
+state = pickle.load(open(state_in, "rb")) if state_in != "-" else None
+t = stoker.Trainer(head=head, name=name, state=state)
+seen = []
+for epoch in range(t.epoch, t.epochs):
+    for x, y in t:
+        seen.append((t.last_batch.epoch, list(t.last_batch.sample_ids)))
+        if len(seen) == stop_after:
+            break
+    if len(seen) == stop_after:
+        break
+pickle.dump({"seen": seen, "state": t.state_dict()}, open(out + ".tmp", "wb"))
+os.rename(out + ".tmp", out)
+# Every rank saves after the same step before any leaves (one that left
+# first would end the run under the others), as a DDP loop saves together.
+deadline = time.monotonic() + 60
+while (not all(os.path.exists(o) for o in sys.argv[6:])
+       and time.monotonic() < deadline):
+    time.sleep(0.05)
+t.close()
+"""
+
+
+def group_head_args():
+    return ["--cluster.nodes=[\"t-0:trainer\", \"t-1:trainer\", "
+            "\"w-a:worker:1\"]",
+            "--pipeline.height=32", "--pipeline.width=32",
+            "--pipeline.dataset-size=640", "--pipeline.batch-size=16",
+            "--pipeline.epochs=2"]
+
+
+def test_a_python_group_goes_on_from_every_ranks_state_dict(cluster_dir):
+    import pickle
+
+    def run(tmp, states, stop_after):
+        c = Cluster(tmp, group_head_args())
+        outs = {n: os.path.join(tmp, n + ".pickle") for n in ("t-0", "t-1")}
+        try:
+            for name in ("t-0", "t-1"):
+                c.start(name, [sys.executable, "-c", GROUP_PART, c.head, name,
+                               outs[name], states[name], str(stop_after),
+                               *outs.values()])
+            c.worker("w-a")
+            code = c.wait("head", 120)
+            for name in ("t-0", "t-1"):
+                assert c.wait(name, 60) is not None, c.log(name)
+        finally:
+            c.stop()
+        return c, code, outs
+
+    # The loops stop after 7 steps each (of epoch 1's 20 per rank): the
+    # run fails; each rank's state says what it trained.
+    first, code, outs = run(cluster_dir, {"t-0": "-", "t-1": "-"}, 7)
+    assert code == 1, first.log("head")
+    saved = {n: pickle.load(open(outs[n], "rb")) for n in outs}
+    states = {}
+    for name, s in saved.items():
+        assert len(s["seen"]) == 7
+        assert s["state"]["world"] == 2
+        states[name] = os.path.join(cluster_dir, name + ".state")
+        pickle.dump(s["state"], open(states[name], "wb"))
+    assert saved["t-0"]["state"]["rank"] == 0
+    assert saved["t-1"]["state"]["rank"] == 1
+
+    # Each rank given the other's state: refused by name, nothing trained.
+    swapped_dir = os.path.join(cluster_dir, "swapped")
+    os.mkdir(swapped_dir)
+    swapped, code, _ = run(swapped_dir, {"t-0": states["t-1"],
+                                         "t-1": states["t-0"]}, 0)
+    assert code != 0, swapped.log("head")
+    assert "resumes from the state_dict() of rank 1 of a group of 2, but " \
+           "is rank 0" in swapped.log("t-0"), swapped.log("t-0")
+
+    # Each rank given its own: the run goes on; every sample once.
+    again_dir = os.path.join(cluster_dir, "again")
+    os.mkdir(again_dir)
+    again, code, outs = run(again_dir, states, 0)
+    assert code == 0, again.log("head") + again.log("t-0")
+    rest = [b for n in outs for b in pickle.load(open(outs[n], "rb"))["seen"]]
+    before = saved["t-0"]["seen"] + saved["t-1"]["seen"]
+    for epoch in (0, 1):
+        ids = [i for e, batch in before + rest if e == epoch for i in batch]
+        assert sorted(ids) == list(range(640)), epoch  # once each
+    report = json.load(open(again.report))
+    assert report["missing"] == 0 and report["duplicates"] == 0, report

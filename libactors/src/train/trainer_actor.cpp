@@ -481,7 +481,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
            std::shared_ptr<buffer_pool> pool,
            std::shared_ptr<const checkpoint> resumed,
            std::shared_ptr<cuda_blur_stage> gpu_blur,
-           caf::error resume_missing) {
+           caf::error resume_missing, std::optional<loop_place> loop_resume) {
   auto& st = self->state;
   st.resume_missing = std::move(resume_missing);
   st.engine = std::move(engine);
@@ -502,9 +502,20 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
   hello.resumed = resumed != nullptr;
   hello.gpu_blur = st.gpu_blur != nullptr;
   if (resumed) {
-    st.lone_resume_refused = check_resume_world(
-      checkpoint_world(*resumed), 1,
-      "in " + checkpoint_path(cfg.node.trainer.checkpoint_dir));
+    st.loop_resume = loop_resume;
+    if (!loop_resume)
+      st.lone_resume_refused = check_resume_world(
+        checkpoint_world(*resumed), 1,
+        "in " + checkpoint_path(cfg.node.trainer.checkpoint_dir));
+    else if (loop_resume->world != 1)
+      st.lone_resume_refused = make_error(
+        errc::invalid_config,
+        "the trainer resumes from the state_dict() of rank "
+          + std::to_string(loop_resume->rank) + " of a group of "
+          + std::to_string(loop_resume->world)
+          + ", but is alone; expected the same "
+          + std::to_string(loop_resume->world)
+          + " trainers, each given its own rank's state_dict()");
     st.ledger->restore(resumed->ledger_bits, resumed->delivered,
                        resumed->duplicates);
     st.consumed.restore(resumed->done_below, resumed->done_ids);
@@ -513,6 +524,10 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
     st.gate_resumed = st.ledger->unique();
     hello.done_below = resumed->done_below;
     hello.done_ids = resumed->done_ids;
+    // A rank's place in its group's sequence (a loop's cursor of a rank;
+    // a group's file sets it when the group forms).
+    st.next_seq = resumed->next_seq;
+    hello.resume_seq = resumed->next_seq;
     caf::aout(self) << "trainer: resumed from step " << resumed->step
                     << " (" << st.ledger->unique()
                     << " samples trained before)" << std::endl;
@@ -676,6 +691,7 @@ spawn_trainer(caf::actor_system& sys, const run_config& cfg,
     return std::move(engine.error());
   std::shared_ptr<const checkpoint> resumed;
   caf::error resume_missing;
+  std::optional<loop_place> loop_resume;
   if (hooks && hooks->resume_from) {
     // A loop's own cursor (its state_dict()), not a file of this node.
     if (auto err = check_resumable(hooks->resume_from->run, identity_of(cfg)))
@@ -683,7 +699,14 @@ spawn_trainer(caf::actor_system& sys, const run_config& cfg,
     if (auto err = check_resume_world(checkpoint_world(*hooks->resume_from),
                                       1, "in the loader's state_dict()"))
       return err;
+    if (hooks->resume_world == 0 || hooks->resume_rank >= hooks->resume_world)
+      return make_error(errc::invalid_config,
+                        "the state_dict() says rank "
+                          + std::to_string(hooks->resume_rank) + " of "
+                          + std::to_string(hooks->resume_world)
+                          + "; expected a rank below a world of 1 or more");
     resumed = hooks->resume_from;
+    loop_resume = loop_place{hooks->resume_rank, hooks->resume_world};
   } else if (cfg.node.resume) {
     auto loaded = read_checkpoint(cfg.node.trainer.checkpoint_dir);
     if (!loaded && !defer_missing_checkpoint)
@@ -706,7 +729,8 @@ spawn_trainer(caf::actor_system& sys, const run_config& cfg,
   return sys.spawn<caf::detached>(trainer_fn, std::move(shared), cfg,
                                   std::move(router), std::move(pool),
                                   std::move(resumed), std::move(*gpu_blur),
-                                  std::move(resume_missing));
+                                  std::move(resume_missing),
+                                  std::move(loop_resume));
 }
 
 } // namespace stoker

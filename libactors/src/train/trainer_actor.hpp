@@ -31,9 +31,15 @@ struct trainer_hooks {
     const run_config& cfg, uint32_t local_index,
     std::shared_ptr<buffer_pool> pool)>
     make_engine;
-  /// The cursor a lone trainer resumes from (a loop's saved state), in
-  /// place of --resume's file; checked against the run as a file is.
+  /// The cursor the trainer resumes from (a loop's saved state), in place
+  /// of --resume's file; checked against the run as a file is.
   std::shared_ptr<const checkpoint> resume_from;
+  /// Where resume_from was taken: rank `resume_rank` of a group of
+  /// `resume_world` (a lone trainer: 0 of 1). It resumes only the same
+  /// rank of a group of that size, whose every rank resumes from its own
+  /// loop's cursor of the same step (a loop's group has no rank-0 file).
+  uint32_t resume_rank = 0;
+  uint32_t resume_world = 1;
 };
 
 /// Spawns a detached trainer; returns an error if its device cannot be

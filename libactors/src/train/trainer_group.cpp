@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 
 #include <caf/actor_ostream.hpp>
@@ -173,6 +174,39 @@ bool resume_group(trainer_ptr self) {
   return true;
 }
 
+// A group whose loops resume from their state_dict()s (no rank 0 file:
+// each rank has its own cursor) goes on only if every rank does, from the
+// same step: a rank ahead or behind would pair other batches in the
+// collective. Every rank calls it (one small all-gather); false (after
+// quitting with what differs) if they do not agree.
+bool agree_on_loop_resume(trainer_ptr self) {
+  auto& s = self->state;
+  auto mine = s.loop_resume ? std::to_string(s.stats.steps) : std::string{};
+  auto all = s.collective->all_gather_bytes(mine);
+  if (!all) {
+    self->quit(all.error());
+    return false;
+  }
+  bool any = std::any_of(all->begin(), all->end(),
+                         [](auto& x) { return !x.empty(); });
+  bool same = std::all_of(all->begin(), all->end(),
+                          [&](auto& x) { return x == all->front(); });
+  if (!any || same)
+    return true;
+  std::string ranks;
+  for (size_t r = 0; r < all->size(); ++r)
+    ranks += (r > 0 ? ", rank " : "rank ") + std::to_string(r)
+             + ((*all)[r].empty() ? " with no state_dict()"
+                                  : " at step " + (*all)[r]);
+  self->quit(make_error(errc::invalid_config,
+                        "the group's loops resume from state_dict()s of "
+                        "different steps: "
+                          + ranks
+                          + "; expected every rank given its own "
+                            "state_dict(), all saved after the same step"));
+  return false;
+}
+
 } // namespace
 
 // Joins the group the spec names (world > 1: blocks this trainer's own
@@ -198,17 +232,21 @@ bool join_group(trainer_ptr self, group_spec g) {
   s.evaluates = p.source.eval_size > 0 && g.rank == 0;
   c10::intrusive_ptr<c10d::Store> store;
   if (g.world > 1) {
-    // Resumed without --resume: from a loop's state_dict() (trainer_hooks),
-    // a lone trainer's cursor; a group's cursors are rank 0's checkpoint's.
-    if (s.hello.resumed && !cfg.node.resume) {
+    // Resumed from a loop's state_dict(): it must be this rank's of a
+    // group of this size.
+    if (auto& at = s.loop_resume; at && (at->world != g.world
+                                         || at->rank != g.rank)) {
       self->quit(make_error(
         errc::invalid_config,
-        "trainer on node '" + g.node + "' resumes from its loop's "
-          "state_dict(), a lone trainer's cursor, but is rank "
-          + std::to_string(g.rank) + " of a group of "
+        "trainer on node '" + g.node + "' resumes from the state_dict() of "
+          + (at->world == 1 ? std::string{"a lone trainer"}
+                            : "rank " + std::to_string(at->rank)
+                                + " of a group of "
+                                + std::to_string(at->world))
+          + ", but is rank " + std::to_string(g.rank) + " of a group of "
           + std::to_string(g.world)
-          + "; expected a lone trainer (a group resumes from rank 0's "
-            "checkpoint, trainer.checkpoint-dir)"));
+          + "; expected each trainer given its own rank's state_dict() of "
+            "a group of the same size"));
       return false;
     }
     collective_options o;
@@ -237,7 +275,7 @@ bool join_group(trainer_ptr self, group_spec g) {
       self->quit(err);
       return false;
     }
-    if (!resume_group(self))
+    if (!agree_on_loop_resume(self) || !resume_group(self))
       return false;
     s.collective->take_wait_ns(); // joining is start-up, not a step's wait
     store = o.store;

@@ -55,6 +55,13 @@ struct unfinished_batch {
   bool pending = false; ///< waits for the engine's next_ended()
 };
 
+/// Where a loop's cursor the trainer resumed from was taken (its place in
+/// its group then).
+struct loop_place {
+  uint32_t rank = 0;
+  uint32_t world = 1;
+};
+
 struct trainer_state {
   std::shared_ptr<step_engine> engine;
   run_config cfg;    // the run's settings (the group is set up from them)
@@ -114,6 +121,9 @@ struct trainer_state {
   // trainer turns out to be alone (check_resume_world), as its ledger and
   // ids would be rank 0's only.
   caf::error lone_resume_refused;
+  // Resumed from a loop's cursor (trainer_hooks), taken at this place: a
+  // group's ranks check they all did, at the same step.
+  std::optional<loop_place> loop_resume;
   struct epoch_sums {
     double loss = 0.0;
     uint64_t steps = 0;
