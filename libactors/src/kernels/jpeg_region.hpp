@@ -1,0 +1,74 @@
+#pragma once
+
+// Decoding only the part of a JPEG a crop needs (libjpeg-turbo directly):
+// the rows above and below the box are skipped, only its columns are
+// decoded, and the IDCT scales by M/8 where the box stays at least the
+// output size. Pure functions over the file's bytes; the fused decode+crop
+// of the transform chain (transforms/) runs them.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <caf/expected.hpp>
+#include <opencv2/core.hpp>
+
+namespace stoker {
+
+/// What a JPEG's header says, read without decoding a pixel.
+struct jpeg_header {
+  int width = 0;
+  int height = 0;
+  int components = 0; ///< 1 (grayscale), 3 (YCbCr / RGB) or 4 (CMYK / YCCK)
+  bool progressive = false;
+  /// EXIF orientation (1: as stored; 2-8: OpenCV's decoder turns the image,
+  /// so the region decoder does not take such files).
+  int orientation = 1;
+};
+
+/// The header of `bytes` if it is a JPEG libjpeg reads; nothing otherwise
+/// (another format, or a header too damaged to read).
+std::optional<jpeg_header> read_jpeg_header(const std::vector<char>& bytes);
+
+/// Whether decode_jpeg_region() takes a file of header `h`: 1 or 3
+/// components and no EXIF turn (the rest goes through OpenCV's decoder,
+/// which converts CMYK and turns by the EXIF tag).
+bool region_decodable(const jpeg_header& h) noexcept;
+
+/// The largest reduction M/8 (M from 1 to 8) at which a `box_w` x `box_h`
+/// box of the full image still covers `out_w` x `out_h` pixels; 8 (no
+/// reduction) when even the full size does not.
+int dct_scale_for(int box_w, int box_h, int out_w, int out_h) noexcept;
+
+/// A decoded part of a JPEG.
+struct jpeg_region {
+  /// 8-bit RGB (or grayscale with `gray`), HWC, rows of the scaled image.
+  cv::Mat pixels;
+  /// The box asked for, in `pixels`' coordinates (the scaled image's,
+  /// shifted to where the decoded part starts): fractional where M/8
+  /// scaling does not land on whole pixels.
+  cv::Rect2d box;
+  int scale = 8; ///< M: the image was decoded at M/8 of its size
+};
+
+/// Decodes the part of the JPEG `bytes` that covers `box` (full-size pixel
+/// coordinates, inside the image) at M/8 = dct_scale_for(box, out), to RGB
+/// (gray: one channel). Errors (errc::io_failure) name what is wrong: not
+/// a JPEG, a file region_decodable() refuses, a corrupt or truncated file
+/// (libjpeg's warnings count as errors: a truncated file is skipped, never
+/// padded with grey). Thread-safe: each call has its own decoder.
+caf::expected<jpeg_region> decode_jpeg_region(const std::vector<char>& bytes,
+                                              cv::Rect box, int out_w,
+                                              int out_h, bool gray);
+
+/// The region's box resampled to `out_w` x `out_h` float32 pixels in
+/// [0, 1] (ToTensor's scale), bilinear with half-pixel centres: output
+/// pixel x samples the box at box.x + (x + 0.5) * box.width / out_w - 0.5,
+/// as cv::resize and torchvision's resize (antialias off) map them, so at
+/// full scale it is the unfused decode, crop, resize and to-tensor within
+/// their 8-bit rounding. Not rounded to 8 bits. The box is under twice the
+/// output where M/8 < 1 (dct_scale_for chose it so): the IDCT's reduction
+/// did the antialiasing a larger shrink would need.
+cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h);
+
+} // namespace stoker

@@ -1,0 +1,235 @@
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <random>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "stoker/errors.hpp"
+#include "kernels/image_ops.hpp"
+#include "kernels/jpeg_region.hpp"
+
+using namespace stoker;
+
+namespace {
+
+// A photo-like test image: smooth gradients, edges and fine texture (the
+// parts a DCT-scaled decode gets wrong first), the same every run.
+cv::Mat photo_like(int height, int width) {
+  cv::Mat img(height, width, CV_8UC3);
+  std::mt19937 gen{7};
+  std::uniform_int_distribution<int> noise{-6, 6};
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      double r = 128 + 90 * std::sin(x * 0.031) * std::cos(y * 0.017);
+      double g = 60 + 150.0 * y / height + 20 * std::sin((x + y) * 0.2);
+      double b = ((x / 23 + y / 31) % 2 ? 200 : 40) + 10 * std::sin(x * 0.9);
+      auto px = [&](double v) {
+        return cv::saturate_cast<uint8_t>(v + noise(gen));
+      };
+      img.at<cv::Vec3b>(y, x) = {px(b), px(g), px(r)}; // BGR for imencode
+    }
+  return img;
+}
+
+std::vector<char> encode(const cv::Mat& img, std::vector<int> params = {}) {
+  std::vector<uchar> out;
+  params.insert(params.begin(), {cv::IMWRITE_JPEG_QUALITY, 90});
+  BOOST_REQUIRE(cv::imencode(".jpg", img, out, params));
+  return {out.begin(), out.end()};
+}
+
+// What OpenCV's decoder (the unfused path) makes of the whole file.
+cv::Mat full_decode(const std::vector<char>& bytes, bool gray = false) {
+  return decode_image(bytes, gray);
+}
+
+double max_abs_diff(const cv::Mat& a, const cv::Mat& b) {
+  double worst = 0;
+  cv::Mat diff;
+  cv::absdiff(a, b, diff);
+  cv::minMaxLoc(diff.reshape(1), nullptr, &worst);
+  return worst;
+}
+
+double psnr(const cv::Mat& a, const cv::Mat& b) {
+  return cv::PSNR(a, b);
+}
+
+// The region's box at full scale, as whole pixels of the region.
+cv::Mat box_of(const jpeg_region& r) {
+  return r.pixels(cv::Rect{static_cast<int>(r.box.x),
+                           static_cast<int>(r.box.y),
+                           static_cast<int>(r.box.width),
+                           static_cast<int>(r.box.height)});
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(jpeg_region)
+
+BOOST_AUTO_TEST_CASE(reads_the_header_without_decoding) {
+  auto bytes = encode(photo_like(301, 397),
+                      {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+  auto h = read_jpeg_header(bytes);
+  BOOST_REQUIRE(h);
+  BOOST_TEST(h->width == 397);
+  BOOST_TEST(h->height == 301);
+  BOOST_TEST(h->components == 3);
+  BOOST_TEST(h->progressive);
+  BOOST_TEST(h->orientation == 1);
+  BOOST_TEST(region_decodable(*h));
+  std::vector<uchar> png;
+  cv::imencode(".png", photo_like(8, 8), png);
+  BOOST_TEST(!read_jpeg_header({png.begin(), png.end()}));
+  BOOST_TEST(!read_jpeg_header({}));
+}
+
+BOOST_AUTO_TEST_CASE(dct_scaling_picks_the_largest_reduction_that_keeps_the_output) {
+  BOOST_TEST(dct_scale_for(800, 800, 100, 100) == 1); // 800/8 = 100
+  BOOST_TEST(dct_scale_for(799, 800, 100, 100) == 2);
+  BOOST_TEST(dct_scale_for(300, 300, 64, 64) == 2);   // 75 >= 64 > 37.5
+  BOOST_TEST(dct_scale_for(300, 100, 64, 64) == 6);   // the short side
+  BOOST_TEST(dct_scale_for(224, 224, 224, 224) == 8);
+  BOOST_TEST(dct_scale_for(100, 100, 224, 224) == 8); // upscaling: full size
+}
+
+BOOST_AUTO_TEST_CASE(at_full_scale_the_region_is_the_full_decode_cropped) {
+  auto img = photo_like(301, 397);
+  struct variant {
+    const char* name;
+    std::vector<int> params;
+    bool gray;
+  };
+  std::vector<variant> variants{
+    {"baseline", {}, false},
+    {"progressive", {cv::IMWRITE_JPEG_PROGRESSIVE, 1}, false},
+    {"restart markers", {cv::IMWRITE_JPEG_RST_INTERVAL, 2}, false},
+    {"grayscale output", {}, true},
+  };
+  // Inside, touching every edge, each corner, one pixel.
+  std::vector<cv::Rect> boxes{{50, 40, 200, 150}, {0, 0, 397, 301},
+                              {0, 0, 90, 70},     {300, 230, 97, 71},
+                              {0, 150, 397, 20},  {190, 0, 17, 301},
+                              {396, 300, 1, 1}};
+  for (auto& v : variants) {
+    auto bytes = encode(img, v.params);
+    auto full = full_decode(bytes, v.gray);
+    for (auto& box : boxes) {
+      // An output as large as the box: no reduction.
+      auto r = decode_jpeg_region(bytes, box, box.width, box.height, v.gray);
+      BOOST_REQUIRE_MESSAGE(r, v.name << ": " << (r ? "" : describe(r.error())));
+      BOOST_TEST(r->scale == 8);
+      BOOST_TEST(r->box.width == box.width);
+      auto got = box_of(*r);
+      BOOST_TEST(max_abs_diff(got, full(box)) <= 1.0,
+                 v.name << " box " << box << ": max diff "
+                        << max_abs_diff(got, full(box)));
+      // Whole rows and columns were skipped where the box allows.
+      BOOST_TEST(r->pixels.rows <= box.height + 1);
+      BOOST_TEST(r->pixels.cols < box.width + 32);
+    }
+  }
+  // A grayscale file comes out as RGB for an RGB chain, as OpenCV's.
+  cv::Mat gray;
+  cv::cvtColor(img, gray, cv::COLOR_BGR2GRAY);
+  auto bytes = encode(gray);
+  auto h = read_jpeg_header(bytes);
+  BOOST_REQUIRE(h);
+  BOOST_TEST(h->components == 1);
+  auto r = decode_jpeg_region(bytes, {10, 10, 100, 80}, 100, 80, false);
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->pixels.channels() == 3);
+  BOOST_TEST(max_abs_diff(box_of(*r), full_decode(bytes)({10, 10, 100, 80}))
+             <= 1.0);
+  // A 1x1 image.
+  auto dot = encode(photo_like(1, 1));
+  auto one = decode_jpeg_region(dot, {0, 0, 1, 1}, 1, 1, false);
+  BOOST_REQUIRE(one);
+  BOOST_TEST(max_abs_diff(box_of(*one), full_decode(dot)) <= 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(a_reduced_decode_resized_is_close_to_the_full_one) {
+  auto img = photo_like(480, 640);
+  auto bytes = encode(img);
+  auto full = full_decode(bytes);
+  for (cv::Rect box : {cv::Rect{0, 0, 640, 480}, cv::Rect{100, 60, 460, 400},
+                       cv::Rect{13, 7, 301, 257}}) {
+    const int out = 112;
+    auto r = decode_jpeg_region(bytes, box, out, out, false);
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->scale < 8);
+    cv::Mat want, got;
+    resample_region(*r, out, out).convertTo(got, CV_8U, 255.0);
+    cv::resize(full(box), want, {out, out}, 0, 0, cv::INTER_AREA);
+    BOOST_TEST(psnr(got, want) >= 30.0,
+               "box " << box << " at " << r->scale << "/8: PSNR "
+                      << psnr(got, want));
+    BOOST_TEST_MESSAGE("box " << box << " at " << r->scale
+                              << "/8: PSNR " << psnr(got, want) << " dB");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(at_full_scale_resampling_is_the_unfused_resize_to_one_level) {
+  auto bytes = encode(photo_like(301, 397));
+  auto full = full_decode(bytes);
+  cv::Rect box{21, 33, 250, 190};
+  for (cv::Size out : {cv::Size{250, 190}, cv::Size{224, 224},
+                       cv::Size{400, 300}}) {
+    auto r = decode_jpeg_region(bytes, box, out.width, out.height, false);
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->scale == 8);
+    cv::Mat want, want_f;
+    cv::resize(full(box), want, out, 0, 0, cv::INTER_LINEAR);
+    want.convertTo(want_f, CV_32F, 1.0 / 255.0);
+    auto got = resample_region(*r, out.width, out.height);
+    BOOST_TEST(max_abs_diff(got, want_f) <= 1.0 / 255.0,
+               out << ": " << max_abs_diff(got, want_f) * 255 << " levels");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_truncated_or_foreign_file_is_an_error_naming_it) {
+  auto bytes = encode(photo_like(200, 200));
+  auto cut = std::vector<char>(bytes.begin(), bytes.begin() + bytes.size() / 2);
+  auto r = decode_jpeg_region(cut, {0, 150, 200, 50}, 200, 50, false);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(is(r.error(), errc::io_failure), describe(r.error()));
+  BOOST_TEST(describe(r.error()).find("truncated") != std::string::npos,
+             describe(r.error()));
+  auto junk = std::vector<char>(100, 'x');
+  auto j = decode_jpeg_region(junk, {0, 0, 1, 1}, 1, 1, false);
+  BOOST_REQUIRE(!j);
+  BOOST_TEST(describe(j.error()).find("not a JPEG (100 bytes)")
+               != std::string::npos,
+             describe(j.error()));
+  auto outside = decode_jpeg_region(bytes, {150, 150, 100, 10}, 10, 10, false);
+  BOOST_REQUIRE(!outside);
+  BOOST_TEST(describe(outside.error()).find("not inside the 200x200 image")
+               != std::string::npos,
+             describe(outside.error()));
+}
+
+BOOST_AUTO_TEST_CASE(an_exif_turned_file_is_left_to_opencv) {
+  auto bytes = encode(photo_like(64, 48));
+  // APP1 "Exif": a little-endian TIFF header, IFD0 with one entry:
+  // Orientation (0x0112), SHORT, 1 value: 6 (turned 90 degrees).
+  const unsigned char app1[] = {
+    0xFF, 0xE1, 0x00, 0x22, 'E', 'x', 'i', 'f', 0, 0, 'I', 'I', 0x2A, 0,
+    8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0};
+  bytes.insert(bytes.begin() + 2, reinterpret_cast<const char*>(app1),
+               reinterpret_cast<const char*>(app1) + sizeof(app1));
+  auto h = read_jpeg_header(bytes);
+  BOOST_REQUIRE(h);
+  BOOST_TEST(h->orientation == 6);
+  BOOST_TEST(!region_decodable(*h));
+  auto r = decode_jpeg_region(bytes, {0, 0, 48, 64}, 48, 64, false);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(describe(r.error()).find("EXIF orientation 6")
+               != std::string::npos,
+             describe(r.error()));
+  // OpenCV turns it: 48 rows of 64.
+  BOOST_TEST(full_decode(bytes).rows == 48);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
