@@ -256,6 +256,9 @@ struct data_spec {
   std::vector<transform_spec> transforms;
   std::vector<transform_spec> eval_transforms; ///< no augmentation
   bool eval = false;         ///< test split after each epoch
+  /// pipeline.decode-region: a chain starting decode then a crop decodes
+  /// only what the crop needs of a JPEG (transform_chain::bind).
+  bool decode_region = true;
   /// pipeline.dataset-size: the synthetic source's size; a real source's
   /// fixed subset of N samples (0 = all).
   uint64_t train_limit = 0;
@@ -272,7 +275,8 @@ struct data_spec {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, data_spec& x) {
   return f(caf::meta::type_name("data_spec"), x.source, x.data, x.eval_data,
-           x.transforms, x.eval_transforms, x.eval, x.train_limit,
+           x.transforms, x.eval_transforms, x.eval, x.decode_region,
+           x.train_limit,
            x.eval_limit, x.seed, x.train_size, x.eval_size, x.num_classes,
            x.output, x.fingerprint);
 }

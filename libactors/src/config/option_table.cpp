@@ -279,6 +279,12 @@ std::vector<option_decl> make_table() {
     .entries("eval-transforms", pipe_at<&P::data, &data_spec::eval_transforms>,
              "the chain for test samples")
     .shown_default("the transforms without augmentation")
+    .boolean("decode-region", pipe_at<&P::data, &data_spec::decode_region>,
+             "a chain that starts decode, then random-resized-crop or "
+             "resize + center-crop, decodes only the rows and columns of a "
+             "JPEG the crop needs, at the largest M/8 scale that keeps it "
+             "the output size (libjpeg-turbo); false: every file decoded "
+             "whole by OpenCV, then cropped")
     // -- router
     .section("router")
     .choice("policy", pipe_at<&P::router, &router_spec::policy>,

@@ -208,7 +208,7 @@ bool region_decodable(const jpeg_header& h) noexcept {
          && h.width > 0 && h.height > 0;
 }
 
-int dct_scale_for(int box_w, int box_h, int out_w, int out_h) noexcept {
+int dct_scale_for(double box_w, double box_h, int out_w, int out_h) noexcept {
   for (int m = 1; m < 8; ++m)
     if (box_w * m >= out_w * 8 && box_h * m >= out_h * 8)
       return m;
@@ -216,7 +216,7 @@ int dct_scale_for(int box_w, int box_h, int out_w, int out_h) noexcept {
 }
 
 caf::expected<jpeg_region> decode_jpeg_region(const std::vector<char>& bytes,
-                                              cv::Rect box, int out_w,
+                                              const cv::Rect2d& box, int out_w,
                                               int out_h, bool gray) {
   auto bytes_text = std::to_string(bytes.size()) + " bytes";
   if (!is_jpeg(bytes))
@@ -233,12 +233,19 @@ caf::expected<jpeg_region> decode_jpeg_region(const std::vector<char>& bytes,
                         + std::to_string(h.components)
                         + " components, EXIF orientation "
                         + std::to_string(h.orientation) + ")");
-  if (box.width <= 0 || box.height <= 0 || box.x < 0 || box.y < 0
-      || box.x + box.width > h.width || box.y + box.height > h.height)
+  // A box a resize computed may pass the edge by a rounding error.
+  constexpr double slack = 1e-6;
+  auto num = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", v);
+    return std::string{text};
+  };
+  if (!(box.width > 0 && box.height > 0 && box.x >= -slack && box.y >= -slack
+        && box.x + box.width <= h.width + slack
+        && box.y + box.height <= h.height + slack))
     return make_error(errc::invalid_config,
-                      "crop box " + std::to_string(box.width) + "x"
-                        + std::to_string(box.height) + "+"
-                        + std::to_string(box.x) + "+" + std::to_string(box.y)
+                      "crop box " + num(box.width) + "x" + num(box.height)
+                        + "+" + num(box.x) + "+" + num(box.y)
                         + " is not inside the " + std::to_string(h.width)
                         + "x" + std::to_string(h.height) + " image");
   region_plan p{};

@@ -38,7 +38,7 @@ bool region_decodable(const jpeg_header& h) noexcept;
 /// The largest reduction M/8 (M from 1 to 8) at which a `box_w` x `box_h`
 /// box of the full image still covers `out_w` x `out_h` pixels; 8 (no
 /// reduction) when even the full size does not.
-int dct_scale_for(int box_w, int box_h, int out_w, int out_h) noexcept;
+int dct_scale_for(double box_w, double box_h, int out_w, int out_h) noexcept;
 
 /// A decoded part of a JPEG.
 struct jpeg_region {
@@ -52,13 +52,14 @@ struct jpeg_region {
 };
 
 /// Decodes the part of the JPEG `bytes` that covers `box` (full-size pixel
-/// coordinates, inside the image) at M/8 = dct_scale_for(box, out), to RGB
+/// coordinates, fractional where a resize put it, inside the image) at
+/// M/8 = dct_scale_for(box, out), to RGB
 /// (gray: one channel). Errors (errc::io_failure) name what is wrong: not
 /// a JPEG, a file region_decodable() refuses, a corrupt or truncated file
 /// (libjpeg's warnings count as errors: a truncated file is skipped, never
 /// padded with grey). Thread-safe: each call has its own decoder.
 caf::expected<jpeg_region> decode_jpeg_region(const std::vector<char>& bytes,
-                                              cv::Rect box, int out_w,
+                                              const cv::Rect2d& box, int out_w,
                                               int out_h, bool gray);
 
 /// The region's box resampled to `out_w` x `out_h` float32 pixels in

@@ -1,8 +1,10 @@
 #include "transforms/transform_chain.hpp"
 
+#include <cmath>
 #include <exception>
 
 #include "stoker/errors.hpp"
+#include "kernels/jpeg_region.hpp"
 
 namespace stoker {
 
@@ -70,7 +72,7 @@ eval_chain_of(const std::vector<transform_spec>& train, const registry& reg) {
 
 caf::expected<transform_chain>
 transform_chain::bind(const std::vector<transform_spec>& chain,
-                      const registry& reg) {
+                      const registry& reg, bool decode_region) {
   transform_chain out;
   for (auto& t : chain) {
     if (auto err = reg.check_transform(t, "pipeline.transforms"))
@@ -78,12 +80,80 @@ transform_chain::bind(const std::vector<transform_spec>& chain,
     out.specs_.push_back(t);
     out.defs_.push_back(*reg.transform(t.name));
   }
+  auto named = [&](size_t k, const char* name) {
+    return k < chain.size() && chain[k].name == name;
+  };
+  if (decode_region && named(0, "decode")) {
+    if (named(1, "random-resized-crop"))
+      out.fused_ = 2;
+    else if (named(1, "resize") && chain[1].args.size() == 1
+             && named(2, "center-crop"))
+      out.fused_ = 3;
+  }
   return out;
+}
+
+caf::expected<bool> transform_chain::apply_fused(sample_input& input,
+                                                 const draw_key& key) const {
+  if (input.encoded.empty())
+    return false;
+  auto h = read_jpeg_header(input.encoded);
+  if (!h || !region_decodable(*h))
+    return false; // OpenCV's decoder: PNG, CMYK, EXIF-turned files
+  bool gray = !specs_[0].args.empty() && specs_[0].args[0] == 1;
+  auto& a = specs_[1].args;
+  cv::Rect2d box;
+  int out_w = 0;
+  int out_h = 0;
+  if (fused_ == 2) {
+    // random-resized-crop's box, drawn from its own generator as unfused.
+    box = random_resized_box(h->height, h->width, a.size() > 1 ? a[1] : 0.08,
+                             a.size() > 2 ? a[2] : 1.0,
+                             a.size() > 3 ? a[3] : 3.0 / 4.0,
+                             a.size() > 4 ? a[4] : 4.0 / 3.0, rng_for(key, 1));
+    out_w = out_h = static_cast<int>(a[0]);
+  } else {
+    // resize(S) (the shorter side becomes S, the other rounded down) then
+    // center-crop: the crop's box in the file's pixels.
+    auto s = static_cast<double>(a[0]);
+    double rh, rw;
+    if (h->height <= h->width) {
+      rh = s;
+      rw = std::floor(s * h->width / h->height);
+    } else {
+      rw = s;
+      rh = std::floor(s * h->height / h->width);
+    }
+    auto& c = specs_[2].args;
+    out_h = static_cast<int>(c[0]);
+    out_w = static_cast<int>(c.size() == 2 ? c[1] : c[0]);
+    if (rh < out_h || rw < out_w)
+      return false; // center-crop pads: the entries one by one
+    auto top = static_cast<double>(std::lround((rh - out_h) / 2.0));
+    auto left = static_cast<double>(std::lround((rw - out_w) / 2.0));
+    double sx = h->width / rw;
+    double sy = h->height / rh;
+    box = cv::Rect2d{left * sx, top * sy, out_w * sx, out_h * sy};
+  }
+  auto region = decode_jpeg_region(input.encoded, box, out_w, out_h, gray);
+  if (!region)
+    return std::move(region.error());
+  input.pixels = resample_region(*region, out_w, out_h);
+  input.encoded = {};
+  return true;
 }
 
 caf::expected<cv::Mat> transform_chain::apply(sample_input input,
                                               const draw_key& key) const {
-  for (size_t k = 0; k < specs_.size(); ++k)
+  size_t k = 0;
+  if (fused_ > 0) {
+    auto fused = apply_fused(input, key);
+    if (!fused)
+      return std::move(fused.error());
+    if (*fused)
+      k = fused_;
+  }
+  for (; k < specs_.size(); ++k)
     if (auto err = defs_[k].apply(specs_[k], input, rng_for(key, k)))
       return err;
   return to_float(input.pixels);
@@ -91,8 +161,8 @@ caf::expected<cv::Mat> transform_chain::apply(sample_input input,
 
 caf::expected<cv::Mat> apply_chain(const std::vector<transform_spec>& chain,
                                    sample_input input, const draw_key& key,
-                                   const registry& reg) {
-  auto bound = transform_chain::bind(chain, reg);
+                                   const registry& reg, bool decode_region) {
+  auto bound = transform_chain::bind(chain, reg, decode_region);
   if (!bound)
     return std::move(bound.error());
   return bound->apply(std::move(input), key);

@@ -34,25 +34,44 @@ public:
   transform_chain() = default;
 
   /// Binds `chain`; an entry `reg` lacks is errc::invalid_config, named.
+  /// `decode_region` (pipeline.decode-region): a chain that starts with
+  /// decode then random-resized-crop, or decode, resize(S) and
+  /// center-crop, runs those entries fused on a JPEG (fused_entries()).
   static caf::expected<transform_chain>
-  bind(const std::vector<transform_spec>& chain, const registry& reg);
+  bind(const std::vector<transform_spec>& chain, const registry& reg,
+       bool decode_region = true);
 
   /// Runs the chain on one sample on the calling thread and returns HWC
   /// float32 pixels. Entry k draws from the generator of (key, stage
   /// transforms + k). A transform's error (a file that does not decode:
-  /// errc::io_failure) comes back as it is.
+  /// errc::io_failure) comes back as it is. The fused start takes a JPEG
+  /// libjpeg decodes as stored (1 or 3 components, no EXIF turn): the same
+  /// crop box from the same generator, only the rows and columns it needs
+  /// decoded at the largest M/8 that keeps it the output size, resampled
+  /// straight to float (kernels/jpeg_region.hpp); other files run the
+  /// entries one by one.
   caf::expected<cv::Mat> apply(sample_input input, const draw_key& key) const;
 
   bool empty() const noexcept { return specs_.empty(); }
 
+  /// How many entries at the start run fused on a JPEG (0, 2 or 3).
+  size_t fused_entries() const noexcept { return fused_; }
+
 private:
+  // The fused start on `input`: true when it ran (the pixels are set),
+  // false for a file it does not take.
+  caf::expected<bool> apply_fused(sample_input& input,
+                                  const draw_key& key) const;
+
   std::vector<transform_spec> specs_;
   std::vector<transform_def> defs_;
+  size_t fused_ = 0;
 };
 
 /// Binds and runs `chain` once: for tools and tests (a worker binds once).
 caf::expected<cv::Mat> apply_chain(const std::vector<transform_spec>& chain,
                                    sample_input input, const draw_key& key,
-                                   const registry& reg);
+                                   const registry& reg,
+                                   bool decode_region = true);
 
 } // namespace stoker

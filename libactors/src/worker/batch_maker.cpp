@@ -54,7 +54,7 @@ caf::expected<batch_maker> batch_maker::open(const pipeline_options& pipeline,
   if (!train)
     return std::move(train.error());
   out.train_ = std::move(*train);
-  auto chain = transform_chain::bind(data.transforms, reg);
+  auto chain = transform_chain::bind(data.transforms, reg, data.decode_region);
   if (!chain)
     return std::move(chain.error());
   out.train_chain_ = std::move(*chain);
@@ -63,7 +63,8 @@ caf::expected<batch_maker> batch_maker::open(const pipeline_options& pipeline,
     if (!test)
       return std::move(test.error());
     out.test_ = std::move(*test);
-    chain = transform_chain::bind(data.eval_transforms, reg);
+    chain = transform_chain::bind(data.eval_transforms, reg,
+                                  data.decode_region);
     if (!chain)
       return std::move(chain.error());
     out.test_chain_ = std::move(*chain);
