@@ -90,7 +90,8 @@ BOOST_AUTO_TEST_CASE(dct_scaling_picks_the_largest_reduction_that_keeps_the_outp
   BOOST_TEST(dct_scale_for(800, 800, 100, 100) == 1); // 800/8 = 100
   BOOST_TEST(dct_scale_for(799, 800, 100, 100) == 2);
   BOOST_TEST(dct_scale_for(300, 300, 64, 64) == 2);   // 75 >= 64 > 37.5
-  BOOST_TEST(dct_scale_for(300, 100, 64, 64) == 6);   // the short side
+  BOOST_TEST(dct_scale_for(300, 200, 64, 64) == 4);   // the short side
+  BOOST_TEST(dct_scale_for(300, 100, 64, 64) == 8);   // 6/8 would do: no SIMD
   BOOST_TEST(dct_scale_for(224, 224, 224, 224) == 8);
   BOOST_TEST(dct_scale_for(100, 100, 224, 224) == 8); // upscaling: full size
 }
@@ -109,7 +110,9 @@ BOOST_AUTO_TEST_CASE(at_full_scale_the_region_is_the_full_decode_cropped) {
     {"grayscale output", {}, true},
   };
   // Inside, touching every edge, each corner, one pixel.
+  // Crops that start on an iMCU edge (x, y multiples of 16) too.
   std::vector<cv::Rect> boxes{{50, 40, 200, 150}, {0, 0, 397, 301},
+                              {208, 48, 150, 200}, {144, 32, 200, 96},
                               {0, 0, 90, 70},     {300, 230, 97, 71},
                               {0, 150, 397, 20},  {190, 0, 17, 301},
                               {396, 300, 1, 1}};
@@ -127,7 +130,7 @@ BOOST_AUTO_TEST_CASE(at_full_scale_the_region_is_the_full_decode_cropped) {
                  v.name << " box " << box << ": max diff "
                         << max_abs_diff(got, full(box)));
       // Whole rows and columns were skipped where the box allows.
-      BOOST_TEST(r->pixels.rows <= box.height + 1);
+      BOOST_TEST(r->pixels.rows <= box.height + 4);
       BOOST_TEST(r->pixels.cols < box.width + 32);
     }
   }

@@ -335,7 +335,7 @@ BOOST_AUTO_TEST_CASE(a_chain_starting_decode_and_a_crop_is_fused_for_jpegs) {
 }
 
 BOOST_AUTO_TEST_CASE(the_fused_start_gives_the_unfused_chains_numbers) {
-  auto jpeg = photo_jpeg(300, 400);
+  auto jpeg = photo_jpeg(600, 800);
   // Flip and normalize after the fused start run on its float pixels.
   auto chain = chain_of({"decode", "random-resized-crop(224, 0.3, 1)",
                          "horizontal-flip", "to-tensor",
@@ -353,7 +353,7 @@ BOOST_AUTO_TEST_CASE(the_fused_start_gives_the_unfused_chains_numbers) {
     counter_rng stage{{5, 1, sample,
                        static_cast<rng_stage>(
                          static_cast<uint32_t>(rng_stage::transforms) + 1)}};
-    auto box = random_resized_box(300, 400, 0.3, 1.0, 0.75, 4.0 / 3.0, stage);
+    auto box = random_resized_box(600, 800, 0.3, 1.0, 0.75, 4.0 / 3.0, stage);
     if (dct_scale_for(box.width, box.height, 224, 224) == 8) {
       // The same pixels: one 8-bit level (the unfused resize rounds to
       // bytes; the fused one does not), times normalize's 1 / 0.25.
@@ -378,7 +378,7 @@ BOOST_AUTO_TEST_CASE(the_fused_start_gives_the_unfused_chains_numbers) {
   BOOST_TEST(full_scale > 0u); // both cases were seen
   BOOST_TEST(reduced > 0u);
   // The evaluation chain: resize(S) and center-crop's box, at full scale
-  // (a 240-row file to 224) and reduced (480 rows to 256, then 224).
+  // (a 240-row file to 224) and reduced (960 rows to 256, then 224).
   auto eval = chain_of({"decode", "resize(224)", "center-crop(224)",
                         "to-tensor"});
   auto small = photo_jpeg(240, 320);
@@ -391,7 +391,7 @@ BOOST_AUTO_TEST_CASE(the_fused_start_gives_the_unfused_chains_numbers) {
              max_diff(*f, *u) * 255 << " levels");
   auto eval_256 = chain_of({"decode", "resize(256)", "center-crop(224)",
                             "to-tensor"});
-  auto large = photo_jpeg(480, 640);
+  auto large = photo_jpeg(960, 1280);
   f = apply_chain(eval_256, sample_input{large, {}}, draw_key{}, builtins);
   u = apply_chain(eval_256, sample_input{large, {}}, draw_key{}, builtins,
                   false);
@@ -399,7 +399,7 @@ BOOST_AUTO_TEST_CASE(the_fused_start_gives_the_unfused_chains_numbers) {
   BOOST_REQUIRE(u);
   BOOST_TEST(values(*f) != values(*u)); // reduced: the fused start ran
   BOOST_TEST(cv::PSNR(*f, *u, 1.0) >= 28.0, cv::PSNR(*f, *u, 1.0));
-  BOOST_TEST_MESSAGE("eval, 480x640 to 256 then 224: PSNR "
+  BOOST_TEST_MESSAGE("eval, 960x1280 to 256 then 224: PSNR "
                      << cv::PSNR(*f, *u, 1.0));
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -18,6 +19,14 @@ uint64_t physical_memory_bytes() noexcept {
   if (pages <= 0 || size <= 0)
     return 0;
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(size);
+}
+
+void keep_freed_memory() noexcept {
+#ifdef M_TRIM_THRESHOLD
+  // Fixed thresholds also stop glibc's own adjusting of them.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
 }
 
 uint64_t thread_minor_faults() noexcept {

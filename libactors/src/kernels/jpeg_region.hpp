@@ -35,9 +35,9 @@ std::optional<jpeg_header> read_jpeg_header(const std::vector<char>& bytes);
 /// which converts CMYK and turns by the EXIF tag).
 bool region_decodable(const jpeg_header& h) noexcept;
 
-/// The largest reduction M/8 (M from 1 to 8) at which a `box_w` x `box_h`
-/// box of the full image still covers `out_w` x `out_h` pixels; 8 (no
-/// reduction) when even the full size does not.
+/// The largest reduction M/8 (M: 1, 2 or 4, the scales libjpeg-turbo
+/// decodes with SIMD) at which a `box_w` x `box_h` box of the full image
+/// still covers `out_w` x `out_h` pixels; 8 (no reduction) otherwise.
 int dct_scale_for(double box_w, double box_h, int out_w, int out_h) noexcept;
 
 /// A decoded part of a JPEG.
@@ -65,9 +65,10 @@ caf::expected<jpeg_region> decode_jpeg_region(const std::vector<char>& bytes,
 /// The region's box resampled to `out_w` x `out_h` float32 pixels in
 /// [0, 1] (ToTensor's scale), bilinear with half-pixel centres: output
 /// pixel x samples the box at box.x + (x + 0.5) * box.width / out_w - 0.5,
-/// as cv::resize and torchvision's resize (antialias off) map them, so at
-/// full scale it is the unfused decode, crop, resize and to-tensor within
-/// their 8-bit rounding. Not rounded to 8 bits. The box is under twice the
+/// as cv::resize and torchvision's resize (antialias off) map them. A box
+/// of whole pixels (a full-scale crop) goes through cv::resize: the
+/// unfused chain's numbers exactly; a fractional one is not rounded to 8
+/// bits (within one level of the unfused at full scale). The box is under twice the
 /// output where M/8 < 1 (dct_scale_for chose it so): the IDCT's reduction
 /// did the antialiasing a larger shrink would need.
 cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h);

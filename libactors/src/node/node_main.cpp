@@ -15,6 +15,7 @@
 #include <caf/actor_system.hpp>
 
 #include "stoker/errors.hpp"
+#include "core/machine.hpp"
 #include "node/local_role.hpp"
 #include "node/node_config.hpp"
 #include "node/node_links.hpp"
@@ -85,6 +86,7 @@ int wait_companion(pid_t pid, std::chrono::seconds limit) {
 int run_node(int argc, char** argv, const registry& reg) {
   // A TLS peer that went away must be an error, not the end of the node.
   std::signal(SIGPIPE, SIG_IGN);
+  keep_freed_memory(); // per-sample images must not fault in again
   std::string program = argc > 0 ? argv[0] : "stoker-node";
   program = program.substr(program.find_last_of('/') + 1);
   node_config cfg;
