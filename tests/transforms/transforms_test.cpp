@@ -328,10 +328,16 @@ BOOST_AUTO_TEST_CASE(a_chain_starting_decode_and_a_crop_is_fused_for_jpegs) {
     BOOST_REQUIRE(b);
     return b->fused_entries();
   };
-  BOOST_TEST(bound(rrc, true) == 2u);
-  BOOST_TEST(bound(eval, true) == 3u);
+  BOOST_TEST(bound(rrc, true) == 3u);  // with to-tensor
+  BOOST_TEST(bound(eval, true) == 4u);
   BOOST_TEST(bound(other, true) == 0u);
   BOOST_TEST(bound(rrc, false) == 0u); // pipeline.decode-region = false
+  auto recipe = chain_of({"decode", "random-resized-crop(224)",
+                          "horizontal-flip", "to-tensor",
+                          "normalize(0.5, 0.25)", "gaussian-blur(3)"});
+  BOOST_TEST(bound(recipe, true) == 5u); // the blur runs after
+  auto crop_only = chain_of({"decode", "random-resized-crop(224)"});
+  BOOST_TEST(bound(crop_only, true) == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(the_fused_start_gives_the_unfused_chains_numbers) {

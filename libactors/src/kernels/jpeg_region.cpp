@@ -323,10 +323,25 @@ taps taps_for(double start, double length, int out, int size) {
 
 namespace {
 
+// Per channel: value in [0, 255] -> (value / 255 - mean) / stddev.
+template <int C>
+struct finish_of {
+  float scale[C];
+  float shift[C];
+  explicit finish_of(const pixel_finish& f) {
+    for (int k = 0; k < C; ++k) {
+      auto m = f.mean[f.mean.size() == 1 ? 0 : static_cast<size_t>(k)];
+      auto sd = f.stddev[f.stddev.size() == 1 ? 0 : static_cast<size_t>(k)];
+      scale[k] = 1.0f / (255.0f * sd);
+      shift[k] = -m / sd;
+    }
+  }
+};
+
 template <int C>
 void resample_rows(const cv::Mat& src, const taps& xs, const taps& ys,
-                   cv::Mat& out) {
-  constexpr float unit = 1.0f / 255.0f;
+                   const pixel_finish& finish, cv::Mat& out) {
+  const finish_of<C> fin{finish};
   const int out_w = out.cols;
   std::vector<int> a(static_cast<size_t>(out_w));
   std::vector<int> b(static_cast<size_t>(out_w));
@@ -347,11 +362,29 @@ void resample_rows(const cv::Mat& src, const taps& xs, const taps& ys,
       const uint8_t* b0 = bottom + a[xi];
       const uint8_t* b1 = bottom + b[xi];
       const float wx = xs.w[xi];
+      float* px = dst + (finish.flip ? out_w - 1 - x : x) * C;
       for (int k = 0; k < C; ++k) {
         float upper = t0[k] + wx * static_cast<float>(t1[k] - t0[k]);
         float lower = b0[k] + wx * static_cast<float>(b1[k] - b0[k]);
-        dst[x * C + k] = (upper + wy * (lower - upper)) * unit;
+        px[k] = (upper + wy * (lower - upper)) * fin.scale[k] + fin.shift[k];
       }
+    }
+  }
+}
+
+// 8-bit pixels already at the output size: finished into `out`.
+template <int C>
+void finish_rows(const cv::Mat& src, const pixel_finish& finish,
+                 cv::Mat& out) {
+  const finish_of<C> fin{finish};
+  const int w = out.cols;
+  for (int y = 0; y < out.rows; ++y) {
+    const uint8_t* in = src.ptr<uint8_t>(y);
+    float* dst = out.ptr<float>(y);
+    for (int x = 0; x < w; ++x) {
+      float* px = dst + (finish.flip ? w - 1 - x : x) * C;
+      for (int k = 0; k < C; ++k)
+        px[k] = in[x * C + k] * fin.scale[k] + fin.shift[k];
     }
   }
 }
@@ -362,12 +395,14 @@ bool whole(double v) {
 
 } // namespace
 
-cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h) {
+cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
+                        const pixel_finish& finish) {
   auto& b = r.box;
-  cv::Mat out;
+  const int c = r.pixels.channels();
+  cv::Mat out(out_h, out_w, CV_32FC(c));
   if (whole(b.x) && whole(b.y) && whole(b.width) && whole(b.height)) {
     // Whole pixels (a full-scale crop box): OpenCV's resize, SIMD, the
-    // unfused chain's very numbers.
+    // unfused chain's numbers.
     cv::Rect box{static_cast<int>(std::lround(b.x)),
                  static_cast<int>(std::lround(b.y)),
                  static_cast<int>(std::lround(b.width)),
@@ -378,16 +413,18 @@ cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h) {
     else
       cv::resize(r.pixels(box), sized, cv::Size{out_w, out_h}, 0, 0,
                  cv::INTER_LINEAR);
-    sized.convertTo(out, CV_32F, 1.0 / 255.0);
+    if (c == 1)
+      finish_rows<1>(sized, finish, out);
+    else
+      finish_rows<3>(sized, finish, out);
     return out;
   }
   auto xs = taps_for(b.x, b.width, out_w, r.pixels.cols);
   auto ys = taps_for(b.y, b.height, out_h, r.pixels.rows);
-  out.create(out_h, out_w, CV_32FC(r.pixels.channels()));
-  if (r.pixels.channels() == 1)
-    resample_rows<1>(r.pixels, xs, ys, out);
+  if (c == 1)
+    resample_rows<1>(r.pixels, xs, ys, finish, out);
   else
-    resample_rows<3>(r.pixels, xs, ys, out);
+    resample_rows<3>(r.pixels, xs, ys, finish, out);
   return out;
 }
 

@@ -62,15 +62,26 @@ caf::expected<jpeg_region> decode_jpeg_region(const std::vector<char>& bytes,
                                               const cv::Rect2d& box, int out_w,
                                               int out_h, bool gray);
 
-/// The region's box resampled to `out_w` x `out_h` float32 pixels in
-/// [0, 1] (ToTensor's scale), bilinear with half-pixel centres: output
-/// pixel x samples the box at box.x + (x + 0.5) * box.width / out_w - 0.5,
-/// as cv::resize and torchvision's resize (antialias off) map them. A box
-/// of whole pixels (a full-scale crop) goes through cv::resize: the
-/// unfused chain's numbers exactly; a fractional one is not rounded to 8
-/// bits (within one level of the unfused at full scale). The box is under twice the
-/// output where M/8 < 1 (dct_scale_for chose it so): the IDCT's reduction
-/// did the antialiasing a larger shrink would need.
-cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h);
+/// What the fused start does to the resampled pixels on the way out, in
+/// the same pass: ToTensor's [0, 1], then (x - mean[c]) / stddev[c]
+/// (Normalize; one value: every channel), mirrored left to right with
+/// `flip`.
+struct pixel_finish {
+  bool flip = false;
+  std::vector<float> mean{0.0f};
+  std::vector<float> stddev{1.0f};
+};
+
+/// The region's box resampled to `out_w` x `out_h` float32 pixels, bilinear
+/// with half-pixel centres: output pixel x samples the box at
+/// box.x + (x + 0.5) * box.width / out_w - 0.5, as cv::resize and
+/// torchvision's resize (antialias off) map them, finished by `finish` in
+/// the same pass. A box of whole pixels (a full-scale crop) is resized by
+/// cv::resize: the unfused chain's numbers; a fractional one is not
+/// rounded to 8 bits (within one level of the unfused at full scale). The
+/// box is under twice the output where M/8 < 1 (dct_scale_for chose it
+/// so): the IDCT's reduction did the antialiasing a larger shrink needs.
+cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
+                        const pixel_finish& finish = {});
 
 } // namespace stoker

@@ -85,10 +85,23 @@ transform_chain::bind(const std::vector<transform_spec>& chain,
   };
   if (decode_region && named(0, "decode")) {
     if (named(1, "random-resized-crop"))
-      out.fused_ = 2;
+      out.crop_entries_ = 2;
     else if (named(1, "resize") && chain[1].args.size() == 1
              && named(2, "center-crop"))
-      out.fused_ = 3;
+      out.crop_entries_ = 3;
+  }
+  if (out.crop_entries_ > 0) {
+    // The resampling pass writes float pixels: a flip, ToTensor and
+    // Normalize right after the crop are done in it too.
+    size_t k = out.crop_entries_;
+    if (named(k, "horizontal-flip"))
+      out.flip_entry_ = k++;
+    if (named(k, "to-tensor")) {
+      ++k;
+      if (named(k, "normalize"))
+        out.normalize_entry_ = k++;
+    }
+    out.fused_ = k;
   }
   return out;
 }
@@ -105,7 +118,7 @@ caf::expected<bool> transform_chain::apply_fused(sample_input& input,
   cv::Rect2d box;
   int out_w = 0;
   int out_h = 0;
-  if (fused_ == 2) {
+  if (crop_entries_ == 2) {
     // random-resized-crop's box, drawn from its own generator as unfused.
     box = random_resized_box(h->height, h->width, a.size() > 1 ? a[1] : 0.08,
                              a.size() > 2 ? a[2] : 1.0,
@@ -135,10 +148,22 @@ caf::expected<bool> transform_chain::apply_fused(sample_input& input,
     double sy = h->height / rh;
     box = cv::Rect2d{left * sx, top * sy, out_w * sx, out_h * sy};
   }
+  pixel_finish finish;
+  if (flip_entry_ > 0) { // horizontal_flip's draw, from its own generator
+    auto& f = specs_[flip_entry_].args;
+    finish.flip = rng_for(key, flip_entry_).uniform(0) < (f.empty() ? 0.5
+                                                                    : f[0]);
+  }
+  if (normalize_entry_ > 0) {
+    auto& n = specs_[normalize_entry_].args;
+    auto half = n.size() / 2;
+    finish.mean.assign(n.begin(), n.begin() + static_cast<long>(half));
+    finish.stddev.assign(n.begin() + static_cast<long>(half), n.end());
+  }
   auto region = decode_jpeg_region(input.encoded, box, out_w, out_h, gray);
   if (!region)
     return std::move(region.error());
-  input.pixels = resample_region(*region, out_w, out_h);
+  input.pixels = resample_region(*region, out_w, out_h, finish);
   input.encoded = {};
   return true;
 }

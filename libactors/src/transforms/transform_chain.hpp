@@ -54,7 +54,9 @@ public:
 
   bool empty() const noexcept { return specs_.empty(); }
 
-  /// How many entries at the start run fused on a JPEG (0, 2 or 3).
+  /// How many entries at the start run fused on a JPEG: decode and the
+  /// crop (2 or 3), then horizontal-flip, to-tensor and normalize where
+  /// they come next, in the resampling pass; 0: none.
   size_t fused_entries() const noexcept { return fused_; }
 
 private:
@@ -66,6 +68,9 @@ private:
   std::vector<transform_spec> specs_;
   std::vector<transform_def> defs_;
   size_t fused_ = 0;
+  size_t crop_entries_ = 0;  // decode and the crop: 2 or 3
+  size_t flip_entry_ = 0;    // 0: no flip in the fused start
+  size_t normalize_entry_ = 0; // 0: none
 };
 
 /// Binds and runs `chain` once: for tools and tests (a worker binds once).
