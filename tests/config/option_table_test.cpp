@@ -112,7 +112,7 @@ BOOST_AUTO_TEST_CASE(reading_checks_values_and_prepare_run_checks_names) {
   BOOST_TEST(cfg->node.name.empty()); // completed by prepare_run
   auto err = prepare_run(*cfg, builtin_registry());
   BOOST_TEST(describe(err).find("unknown source 'no-such-source'; expected "
-                                "synthetic, idx or image-folder")
+                                "synthetic, idx, image-folder or tar-shards")
                != std::string::npos,
              describe(err));
   // A good one is completed: this node's name, host and workers, the plan.

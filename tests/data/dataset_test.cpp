@@ -15,6 +15,7 @@
 #include "data/image_folder.hpp"
 #include "data/resolve.hpp"
 #include "data/sample_mapper.hpp"
+#include "data/tar_shards.hpp"
 #include "node/local_role.hpp"
 #include "node/node_config.hpp"
 
@@ -161,7 +162,7 @@ BOOST_AUTO_TEST_CASE(bad_data_settings_name_the_key_and_the_path) {
                  "pipeline.data = \"/nope\""));
   BOOST_TEST(has(refuse({"--pipeline.source=images"}),
                  "pipeline.source = \"images\": unknown source 'images'; "
-                 "expected synthetic, idx or image-folder"));
+                 "expected synthetic, idx, image-folder or tar-shards"));
   BOOST_TEST(has(refuse({"--trainer.eval"}), "has no test split"));
   scratch_dir empty{"folder-empty"};
   BOOST_TEST(has(refuse({"--pipeline.source=image-folder",
@@ -221,6 +222,56 @@ BOOST_AUTO_TEST_CASE(a_run_over_a_folder_with_a_corrupt_file_completes) {
   BOOST_TEST(has(r->skipped_file_examples[0], "zz-corrupt.png"));
   BOOST_TEST(r->epoch_train_loss.size() == 2u);
   BOOST_TEST(r->steps == 2u * 7); // ceil(201 / 32) per epoch
+}
+
+BOOST_AUTO_TEST_CASE(shards_from_make_shards_train_each_sample_once_per_epoch) {
+  scratch_dir dir{"shards-run"};
+  export_small_set(dir.path + "/folder", 200);
+  auto tool = std::string{STOKER_SOURCE_DIR} + "/tools/make-shards "
+              + dir.path + "/folder " + dir.path + "/shards --per-shard 64";
+  auto status = std::system((tool + " > /dev/null 2>&1").c_str());
+  BOOST_REQUIRE_MESSAGE(WIFEXITED(status) && WEXITSTATUS(status) == 0, tool);
+  auto shards = dir.path + "/shards/train-{000000..000003}.tar";
+  auto listing = list_tar_shards(shards, 0);
+  BOOST_REQUIRE_MESSAGE(listing, why(listing));
+  BOOST_TEST(listing->counts == (std::vector<uint64_t>{64, 64, 64, 9}));
+  BOOST_TEST(listing->num_classes == 10u);
+  // The corrupt "PNG" is a member like the others: read, then skipped.
+  BOOST_TEST(listing->problems.empty());
+  node_config cfg;
+  auto loaded = cfg.load(
+    {"--pipeline.source=tar-shards", "--pipeline.data=" + shards,
+     "--pipeline.shuffle-buffer=50",
+     "--pipeline.transforms=[\"decode(1)\", \"random-crop(28, 2)\", "
+     "\"horizontal-flip\", \"to-tensor\"]",
+     "--pipeline.batch-size=32", "--pipeline.epochs=2", "--trainer.model=cnn",
+     "--trainer.device=cpu", "--trainer.lr=0.01", "--trainer.threads=1",
+     "--worker.count=2", "--trainer.log-every=1000"},
+    builtin_registry());
+  BOOST_REQUIRE_MESSAGE(loaded, why(loaded));
+  caf::actor_system sys{cfg};
+  auto r = run_local(sys, **loaded, builtin_registry());
+  BOOST_REQUIRE_MESSAGE(r, why(r));
+  BOOST_TEST(r->missing == 0u);
+  BOOST_TEST(r->duplicates == 0u);
+  BOOST_TEST(r->skipped_files == 2u); // once per epoch
+  BOOST_REQUIRE(!r->skipped_file_examples.empty());
+  BOOST_TEST(has(r->skipped_file_examples[0], ".tar:"));
+  BOOST_TEST(r->steps == 2u * 7); // ceil(201 / 32) per epoch
+  // A node whose shards differ from the head's is refused, by name.
+  data_spec d;
+  d.source = *parse_entry("tar-shards");
+  d.data = shards;
+  d.transforms = folder_spec(dir.path).transforms;
+  source_spec src;
+  BOOST_REQUIRE(!resolve_data(d, src, synthetic_spec{}, builtin_registry()));
+  BOOST_TEST(src.shards == listing->counts);
+  d.data = dir.path + "/shards/train-{000000..000002}.tar";
+  auto other = open_dataset(d, split::train, synthetic_spec{},
+                            builtin_registry());
+  BOOST_REQUIRE(!other);
+  BOOST_TEST(has(why(other), "holds other shards here than on the head"),
+             why(other));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <vector>
 
 #include "stoker/errors.hpp"
@@ -37,6 +38,48 @@ BOOST_AUTO_TEST_CASE(hands_out_every_id_once_per_epoch) {
   for (auto& epoch : count)
     for (int c : epoch)
       BOOST_REQUIRE(c == 1);
+}
+
+BOOST_AUTO_TEST_CASE(samples_in_shards_come_shard_by_shard_each_once_per_epoch) {
+  source_spec spec{300, 25, 2, true, 9};
+  spec.shards = {100, 50, 150};
+  spec.shuffle_buffer = 40;
+  stoker::epoch_source src{spec};
+  auto items = drain(src);
+  BOOST_REQUIRE(items.size() == 2u * 12);
+  std::vector<std::vector<int>> count(2, std::vector<int>(300, 0));
+  std::vector<uint64_t> firsts;
+  std::vector<uint64_t> order; // epoch 0's
+  for (auto& item : items) {
+    for (auto id : item.sample_ids) {
+      ++count.at(item.epoch).at(id);
+      if (item.epoch == 0)
+        order.push_back(id);
+    }
+    if (item.batch_id % 12 == 0)
+      firsts.push_back(item.sample_ids.front());
+  }
+  // Shards hold more than a window: a window reads at most two of them
+  // (a whole permutation would read all three in almost every window).
+  for (size_t w = 0; w < order.size(); w += 40) {
+    std::vector<bool> shard(3, false);
+    for (size_t i = w; i < std::min(order.size(), w + 40); ++i)
+      shard[order[i] < 100 ? 0 : order[i] < 150 ? 1 : 2] = true;
+    BOOST_TEST(shard[0] + shard[1] + shard[2] <= 2, "window at " << w);
+  }
+  for (auto& epoch : count)
+    for (int c : epoch)
+      BOOST_REQUIRE(c == 1);
+  BOOST_TEST(firsts[0] != firsts[1]); // each epoch its own order
+  // Shards that do not add up to the dataset: one permutation instead.
+  spec.shards = {100};
+  stoker::epoch_source whole{spec};
+  std::vector<int> once(300, 0);
+  for (auto& item : drain(whole))
+    if (item.epoch == 0)
+      for (auto id : item.sample_ids)
+        ++once.at(id);
+  BOOST_TEST(std::count(once.begin(), once.end(), 1) == 300);
 }
 
 BOOST_AUTO_TEST_CASE(last_batch_of_an_epoch_holds_the_remainder) {

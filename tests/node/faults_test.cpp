@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include "support/node_processes.hpp"
+#include "support/real_data.hpp"
+#include "support/tar_writer.hpp"
 
 // Nothing lost: workers and trainers that die or hang, checkpoints and
 // resume, with real processes.
@@ -70,6 +72,24 @@ BOOST_AUTO_TEST_CASE(a_worker_killed_mid_epoch_loses_no_sample) {
              json);
   BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
   BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"lost_workers\": [\"w-b/0\"]") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(tar_shards_lose_no_sample_to_a_killed_worker) {
+  scratch_dir dir{"kill9-shards"};
+  // 8 shards of 800 PNGs; the PNGs large enough that workers are short.
+  auto pattern = write_shards(dir.path, 8, 800, 10, 256);
+  auto json = run_with_a_failing_worker(
+    "kill9-shards", SIGKILL,
+    {"--pipeline.source=tar-shards", "--pipeline.data=" + pattern,
+     "--pipeline.shuffle-buffer=500",
+     R"x(--pipeline.transforms=["decode", "random-resized-crop(64)", )x"
+     R"x("horizontal-flip", "to-tensor"])x"});
+  BOOST_TEST(json.find("\"samples_delivered\": 6400,") != std::string::npos,
+             json);
+  BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
+  BOOST_TEST(json.find("\"skipped_files\": 0,") != std::string::npos);
   BOOST_TEST(json.find("\"lost_workers\": [\"w-b/0\"]") != std::string::npos);
 }
 

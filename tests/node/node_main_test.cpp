@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(a_node_without_the_entries_refuses_to_join_naming_them) {
   BOOST_TEST(wait_exit(direct, 30s) == 2);
   BOOST_TEST(has(read_file(direct.log),
                  "pipeline.source = \"id-images(6, 5)\": unknown source "
-                 "'id-images'; expected synthetic, idx or image-folder"));
+                 "'id-images'; expected synthetic, idx, image-folder or tar-shards"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

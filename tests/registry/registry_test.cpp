@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_SUITE(registry)
 
 BOOST_AUTO_TEST_CASE(the_builtin_registry_holds_every_builtin_entry) {
   auto reg = builtin_registry();
-  BOOST_TEST(reg.source_names() == "synthetic, idx or image-folder");
+  BOOST_TEST(reg.source_names() == "synthetic, idx, image-folder or tar-shards");
   BOOST_TEST(reg.transform_names()
              == "decode, resize, center-crop, random-resized-crop, "
                 "random-crop, horizontal-flip, to-tensor, normalize or "
@@ -160,7 +160,7 @@ BOOST_AUTO_TEST_CASE(the_join_check_names_the_entry_a_node_lacks) {
   BOOST_TEST(describe(check_pipeline_names(plain, cfg))
              == "the head's pipeline uses source 'id-images' "
                 "(pipeline.source) but this node's registry has no such "
-                "source (it has synthetic, idx or image-folder); expected "
+                "source (it has synthetic, idx, image-folder or tar-shards); expected "
                 "the same build, with the same registrations, on every node");
   BOOST_REQUIRE(!plain.add(stoker_test::id_images_source()));
   BOOST_TEST(has(describe(check_pipeline_names(plain, cfg)),

@@ -238,6 +238,13 @@ struct worker_stats {
   /// It holds a rank of the group (its group_spec came): a trainer its
   /// node started beyond the group's ranks holds none and is no rank.
   bool grouped = false;
+  /// Files it decoded, the time inside the decoder, and the pixels the
+  /// decoder made against the files' full size (a JPEG decoded only where
+  /// its crop lies, at M/8, makes fewer): transform_chain's decode_tally.
+  uint64_t decoded_files = 0;
+  uint64_t decode_ns = 0;
+  uint64_t decoded_pixels = 0;
+  uint64_t file_pixels = 0;
 };
 
 /// Counters of one trainer, for the run report.
@@ -474,7 +481,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_stats& x) {
   return f(caf::meta::type_name("worker_stats"), x.name, x.batches, x.samples,
            x.busy_ns, x.alive_ns, x.steady_faults, x.steady_batches,
-           x.usage);
+           x.usage, x.decoded_files, x.decode_ns, x.decoded_pixels,
+           x.file_pixels);
 }
 
 template <class Inspector>

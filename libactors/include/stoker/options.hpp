@@ -216,12 +216,20 @@ struct source_spec {
   uint64_t eval_size = 0; ///< test samples evaluated after each epoch
   /// The tail of an epoch that does not fill a global step.
   last_batch_policy last_batch = last_batch_policy::partial;
+  /// pipeline.shuffle-buffer: with a source in shards, the window within
+  /// which samples are shuffled after the shards' order is.
+  uint64_t shuffle_buffer = 1000;
+  /// Samples per shard, in index order (tar-shards; resolve_data fills
+  /// it): each epoch then shuffles whole shards and within the buffer
+  /// (shard_order), not the whole dataset. Empty: one permutation.
+  std::vector<uint64_t> shards{};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, source_spec& x) {
   return f(caf::meta::type_name("source_spec"), x.dataset_size, x.batch_size,
-           x.epochs, x.shuffle, x.seed, x.eval_size, x.last_batch);
+           x.epochs, x.shuffle, x.seed, x.eval_size, x.last_batch,
+           x.shuffle_buffer, x.shards);
 }
 
 /// The blur stage of the article's pipeline: ToTensor (HWC -> CHW), then

@@ -85,6 +85,11 @@ struct source_view {
   uint32_t num_classes = 0;
   /// Of the listing, so a node with other files can be refused in `open`.
   std::string fingerprint;
+  /// Training samples per shard, in index order, for a source whose
+  /// samples live in shards read in order (tar-shards): each epoch shuffles
+  /// whole shards, then within pipeline.shuffle-buffer. Empty: the epoch's
+  /// order is one permutation of every sample.
+  std::vector<uint64_t> shards;
 };
 
 /// A source: how to enumerate and read the samples of a dataset.
@@ -180,8 +185,8 @@ private:
   std::vector<model_def> models_;
 };
 
-/// A registry holding Stoker's own entries: the sources synthetic, idx and
-/// image-folder; the transforms decode, resize, center-crop,
+/// A registry holding Stoker's own entries: the sources synthetic, idx,
+/// image-folder and tar-shards; the transforms decode, resize, center-crop,
 /// random-resized-crop, random-crop, horizontal-flip, to-tensor, normalize
 /// and gaussian-blur; the models vit and cnn. Add yours to the copy this
 /// returns.

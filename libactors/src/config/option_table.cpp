@@ -235,6 +235,11 @@ std::vector<option_decl> make_table() {
              "passes over the dataset")
     .boolean("shuffle", pipe_at<&P::source, &source_spec::shuffle>,
              "a new order each epoch, from (seed, epoch)")
+    .integer("shuffle-buffer",
+             pipe_at<&P::source, &source_spec::shuffle_buffer>, 1, i64_max,
+             "tar-shards: each epoch shuffles the shards' order, then the "
+             "samples within windows of this many (WebDataset's shuffle "
+             "buffer); larger mixes more, a window reads from more shards")
     .choice("last-batch", pipe_at<&P::source, &source_spec::last_batch>,
             "the tail of an epoch that does not fill a global step (one "
             "batch per trainer): partial (smaller batches, split evenly), "
@@ -265,13 +270,14 @@ std::vector<option_decl> make_table() {
             "where the blur stage runs: the workers (cpu), the trainer's "
             "GPU (gpu) or a share the router moves (auto)")
     .entry("source", pipe_at<&P::data, &data_spec::source>,
-           "a registered source: synthetic, idx, image-folder or one of the "
-           "node's own")
+           "a registered source: synthetic, idx, image-folder, tar-shards or "
+           "one of the node's own")
     .text("data", pipe_at<&P::data, &data_spec::data>,
           "idx: the directory of the IDX files; image-folder: the training "
-          "folder")
+          "folder; tar-shards: a directory of .tar shards, one shard, or a "
+          "brace pattern (train-{000000..000146}.tar)")
     .text("eval-data", pipe_at<&P::data, &data_spec::eval_data>,
-          "image-folder: the test folder")
+          "image-folder: the test folder; tar-shards: the test shards")
     .integer("eval-size", pipe_at<&P::data, &data_spec::eval_limit>, 0, i64_max,
              "evaluate on a fixed subset of this many test samples; 0 = all")
     .entries("transforms", pipe_at<&P::data, &data_spec::transforms>,

@@ -239,6 +239,23 @@ run_report make_report(const router_summary& router,
   };
   r.train_loss = last_or_nan(r.epoch_train_loss);
   r.test_accuracy = last_or_nan(r.epoch_test_accuracy);
+  uint64_t decode_ns = 0;
+  uint64_t decoded_pixels = 0;
+  uint64_t file_pixels = 0;
+  for (auto& w : workers) {
+    r.decoded_files += w.decoded_files;
+    decode_ns += w.decode_ns;
+    decoded_pixels += w.decoded_pixels;
+    file_pixels += w.file_pixels;
+  }
+  r.decode_ms_per_file = r.decoded_files == 0
+                           ? std::nan("")
+                           : static_cast<double>(decode_ns) * 1e-6
+                               / static_cast<double>(r.decoded_files);
+  r.decoded_pixel_share = file_pixels == 0
+                            ? std::nan("")
+                            : static_cast<double>(decoded_pixels)
+                                / static_cast<double>(file_pixels);
   for (auto& w : workers) {
     worker_entry e;
     e.name = w.name;
@@ -358,6 +375,11 @@ std::string to_json(const run_report& r) {
   for (size_t i = 0; i < r.skipped_file_examples.size(); ++i)
     out << (i == 0 ? "" : ", ") << json_quoted(r.skipped_file_examples[i]);
   out << "],\n"
+      << "  \"decoded_files\": " << r.decoded_files << ",\n"
+      << "  \"decode_ms_per_file\": " << json_number(r.decode_ms_per_file)
+      << ",\n"
+      << "  \"decoded_pixel_share\": " << json_number(r.decoded_pixel_share)
+      << ",\n"
       << "  \"train_loss\": " << json_number(r.train_loss) << ",\n"
       << "  \"test_accuracy\": " << json_number(r.test_accuracy) << ",\n";
   for (auto [key, values] : {std::pair{"epoch_train_loss", &r.epoch_train_loss},

@@ -108,6 +108,14 @@ struct run_report {
   std::string first_error;
   uint64_t skipped_files = 0; ///< unreadable or corrupt, left out
   std::vector<std::string> skipped_file_examples; ///< the first few
+  /// Every worker's decode steps: files decoded, the decoder's time per
+  /// file, and the share of the files' pixels it made (below 1 where the
+  /// fused start decoded only a crop's rows and columns, at M/8). NaN,
+  /// written null: nothing decoded (no files, or the workers' counters
+  /// did not come).
+  uint64_t decoded_files = 0;
+  double decode_ms_per_file = 0.0;
+  double decoded_pixel_share = 0.0;
   /// The last epoch's mean training loss and test accuracy (NaN, written
   /// null: not measured), then every epoch's.
   double train_loss = 0.0;

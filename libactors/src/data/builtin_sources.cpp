@@ -9,6 +9,7 @@
 #include "data/idx_file.hpp"
 #include "data/image_folder.hpp"
 #include "data/synthetic_mapper.hpp"
+#include "data/tar_shards.hpp"
 #include "registry/builtins.hpp"
 
 namespace stoker::detail {
@@ -94,6 +95,36 @@ private:
   sample_subset pick_;
 };
 
+class shard_dataset final : public dataset {
+public:
+  explicit shard_dataset(shard_listing listing)
+    : listing_(std::move(listing)) {
+    // nop
+  }
+
+  uint64_t size() const override { return listing_.samples.size(); }
+
+  int64_t label(uint64_t index) const override {
+    return std::max<int64_t>(0, listing_.samples[index].label);
+  }
+
+  caf::expected<sample_input> read(uint64_t, uint64_t index) const override {
+    auto bytes = read_tar_sample(listing_, index);
+    if (!bytes)
+      return std::move(bytes.error());
+    sample_input in;
+    in.encoded = std::move(*bytes);
+    return in;
+  }
+
+  std::string name(uint64_t index) const override {
+    return tar_sample_name(listing_, index);
+  }
+
+private:
+  shard_listing listing_;
+};
+
 class synthetic_dataset final : public dataset {
 public:
   synthetic_dataset(synthetic_spec spec, uint64_t size)
@@ -145,6 +176,15 @@ open_idx(const data_spec& data, split which) {
   sample_subset pick{images->dims[0], limit, data.seed};
   return std::shared_ptr<const dataset>{std::make_shared<idx_dataset>(
     std::move(*images), std::move(*labels), pick)};
+}
+
+// The head's fingerprint of split `which`: "TRAIN" or "TRAIN:TEST".
+std::string head_fingerprint(const data_spec& data, split which) {
+  auto at = data.fingerprint.find(':');
+  if (which == split::train)
+    return data.fingerprint.substr(0, at);
+  return at == std::string::npos ? std::string{}
+                                 : data.fingerprint.substr(at + 1);
 }
 
 // The folder of one split, listed, or the error naming its key.
@@ -260,10 +300,7 @@ open_folder(const data_spec& data, split which, const synthetic_spec&) {
   if (!listing)
     return std::move(listing.error());
   auto& root = which == split::train ? data.data : data.eval_data;
-  auto at = data.fingerprint.find(':');
-  auto theirs = which == split::train ? data.fingerprint.substr(0, at)
-                : at == std::string::npos ? std::string{}
-                                          : data.fingerprint.substr(at + 1);
+  auto theirs = head_fingerprint(data, which);
   if (listing->fingerprint != theirs)
     return bad("\"" + root + "\" lists other files here than on the head ("
                + std::to_string(listing->files.size())
@@ -275,6 +312,69 @@ open_folder(const data_spec& data, split which, const synthetic_spec&) {
   sample_subset pick{listing->files.size(), limit, data.seed};
   return std::shared_ptr<const dataset>{
     std::make_shared<folder_dataset>(root, std::move(*listing), pick)};
+}
+
+// The shards of one split, indexed, or the error naming its key.
+caf::expected<shard_listing> shards_of(const data_spec& data, split which) {
+  bool train = which == split::train;
+  auto listing = list_tar_shards(train ? data.data : data.eval_data,
+                                 train ? data.train_limit : data.eval_limit);
+  if (!listing)
+    return bad(std::string{train ? "pipeline.data" : "pipeline.eval-data"}
+               + ": " + describe(listing.error()));
+  return listing;
+}
+
+caf::expected<source_view> resolve_shards(const data_spec& data,
+                                          const synthetic_spec&) {
+  if (data.data.empty())
+    return bad("pipeline.source = \"tar-shards\" needs pipeline.data (a "
+               "directory of .tar shards, one shard, or a pattern such as "
+               "train-{000000..000146}.tar)");
+  auto train = shards_of(data, split::train);
+  if (!train)
+    return std::move(train.error());
+  source_view v;
+  v.files = true;
+  v.train_size = train->samples.size();
+  v.num_classes = train->num_classes;
+  v.fingerprint = train->fingerprint;
+  v.shards = train->counts;
+  if (data.eval) {
+    if (data.eval_data.empty())
+      return bad("trainer.eval = true with a tar-shards source needs "
+                 "pipeline.eval-data (the test shards)");
+    auto test = shards_of(data, split::test);
+    if (!test)
+      return std::move(test.error());
+    if (test->num_classes > v.num_classes)
+      return bad("pipeline.eval-data = \"" + data.eval_data
+                 + "\": labels up to " + std::to_string(test->num_classes - 1)
+                 + ", expected below the training shards' "
+                 + std::to_string(v.num_classes));
+    v.eval_size = test->samples.size();
+    v.fingerprint += ":" + test->fingerprint;
+  }
+  return v;
+}
+
+caf::expected<std::shared_ptr<const dataset>>
+open_shards(const data_spec& data, split which, const synthetic_spec&) {
+  auto listing = shards_of(data, which);
+  if (!listing)
+    return std::move(listing.error());
+  auto& root = which == split::train ? data.data : data.eval_data;
+  auto theirs = head_fingerprint(data, which);
+  if (listing->fingerprint != theirs)
+    return bad("\"" + root + "\" holds other shards here than on the head ("
+               + std::to_string(listing->shards.size()) + " shards, "
+               + std::to_string(listing->samples.size())
+               + " samples, fingerprint " + listing->fingerprint
+               + ", the head's " + theirs
+               + "); expected the same shards on every node (shared "
+                 "storage)");
+  return std::shared_ptr<const dataset>{
+    std::make_shared<shard_dataset>(std::move(*listing))};
 }
 
 } // namespace
@@ -291,6 +391,7 @@ void add_builtin_sources(registry& reg) {
   must_add(reg.add(define("synthetic", resolve_synthetic, open_synthetic)));
   must_add(reg.add(define("idx", resolve_idx, open_idx_checked)));
   must_add(reg.add(define("image-folder", resolve_folder, open_folder)));
+  must_add(reg.add(define("tar-shards", resolve_shards, open_shards)));
 }
 
 } // namespace stoker::detail

@@ -7,14 +7,21 @@
 namespace stoker {
 
 epoch_source::epoch_source(const source_spec& spec, uint32_t world)
-  : spec_(spec), plan_(spec, world), order_(order_for(0)) {
-  // nop
+  : spec_(spec), plan_(spec, world), order_(0, 0) {
+  order_for(0);
 }
 
-permutation epoch_source::order_for(uint64_t epoch) const noexcept {
+void epoch_source::order_for(uint64_t epoch) {
   uint64_t key = mix64(spec_.seed ^ mix64(epoch))
                  ^ static_cast<uint64_t>(rng_stage::shuffle);
-  return permutation{spec_.dataset_size, key};
+  uint64_t in_shards = 0;
+  for (auto c : spec_.shards)
+    in_shards += c;
+  // Shards that do not add up to the dataset (none): one permutation.
+  if (in_shards != spec_.dataset_size)
+    order_ = permutation{spec_.dataset_size, key};
+  else
+    shards_.emplace(spec_.shards, spec_.shuffle_buffer, key);
 }
 
 std::optional<work_item> epoch_source::next() {
@@ -26,7 +33,7 @@ std::optional<work_item> epoch_source::next() {
       return std::nullopt;
     ++epoch_;
     batch_in_epoch_ = 0;
-    order_ = order_for(epoch_);
+    order_for(epoch_);
   }
   work_item item;
   item.epoch = epoch_;
@@ -42,7 +49,7 @@ std::optional<work_item> epoch_source::next() {
     for (uint64_t pos = span.first; pos < span.first + span.count; ++pos) {
       // Past the end (pad): the epoch's order again from its start.
       uint64_t at = pos < n ? pos : (pos - n) % n;
-      item.sample_ids.push_back(spec_.shuffle ? order_(at) : at);
+      item.sample_ids.push_back(spec_.shuffle ? sample_at(at) : at);
       if (pos >= n)
         ++item.slot.padded;
     }

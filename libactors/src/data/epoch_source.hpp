@@ -9,6 +9,7 @@
 #include "stoker/options.hpp"
 #include "stoker/permutation.hpp"
 #include "data/epoch_plan.hpp"
+#include "data/shard_order.hpp"
 
 namespace stoker {
 
@@ -45,13 +46,17 @@ public:
   const epoch_plan& plan() const noexcept { return plan_; }
 
 private:
-  permutation order_for(uint64_t epoch) const noexcept;
+  void order_for(uint64_t epoch);
+  uint64_t sample_at(uint64_t pos) const noexcept {
+    return shards_ ? (*shards_)(pos) : order_(pos);
+  }
 
   source_spec spec_;
   epoch_plan plan_;
   uint64_t epoch_ = 0;
   uint64_t batch_in_epoch_ = 0;
   permutation order_;
+  std::optional<shard_order> shards_; // spec.shards: this epoch's order
 };
 
 } // namespace stoker

@@ -81,6 +81,7 @@ caf::error resolve_data(data_spec& data, source_spec& source,
                  + shape_text(data.output));
   }
   source.dataset_size = data.train_size;
+  source.shards = view->shards;
   source.eval_size = data.eval ? data.eval_size : 0;
   return caf::none;
 }

@@ -9,14 +9,15 @@ namespace stoker {
 image_batch map_samples(const dataset& data,
                         const transform_chain& chain,
                         image_shape shape, uint64_t seed,
-                        const work_item& item, std::vector<char> buffer) {
+                        const work_item& item, std::vector<char> buffer,
+                        decode_tally* tally) {
   auto batch = float_batch_for(item, layout::chw, shape.height, shape.width,
                                shape.channels, std::move(buffer));
   size_t kept = 0;
   for (auto id : item.sample_ids) {
     auto input = data.read(item.epoch, id);
     auto pixels = input ? chain.apply(std::move(*input),
-                                      draw_key{seed, item.epoch, id})
+                                      draw_key{seed, item.epoch, id}, tally)
                         : caf::expected<cv::Mat>{std::move(input.error())};
     if (!pixels) { // an unreadable or corrupt file: skip it, say which
       batch.skipped_ids.push_back(id);

@@ -16,13 +16,14 @@ namespace stoker {
 /// left out: its id and name go to skipped_ids / skipped_names, and the run
 /// goes on. Writes into `buffer` (one of the right size, e.g. a pool's, is
 /// used as it is). Runs on the calling thread; the batch owns its buffer.
-/// Throws
-/// std::runtime_error if the chain makes another shape than `shape` (the
+/// `tally`, when given, counts the decode steps (transform_chain::apply).
+/// Throws std::runtime_error if the chain makes another shape than `shape` (the
 /// head checked the chain, so that is a bug, not bad data).
 image_batch map_samples(const dataset& data,
                         const transform_chain& chain,
                         image_shape shape, uint64_t seed,
                         const work_item& item,
-                        std::vector<char> buffer = {});
+                        std::vector<char> buffer = {},
+                        decode_tally* tally = nullptr);
 
 } // namespace stoker

@@ -197,6 +197,13 @@ int finish_run(const caf::expected<run_report>& report,
   for (auto& w : r.workers)
     std::cout << "  " << w.name << ": " << w.batches << " batches, busy "
               << 100.0 * w.busy_fraction << "%" << std::endl;
+  if (r.decoded_files > 0)
+    std::cout << "  decode: " << r.decoded_files << " files, "
+              << std::setprecision(3) << r.decode_ms_per_file
+              << " ms per file, " << std::setprecision(1)
+              << 100.0 * r.decoded_pixel_share
+              << "% of their pixels decoded" << std::setprecision(2)
+              << std::endl;
   for (auto& name : r.lost_workers)
     std::cout << "  " << name << ": lost during the run" << std::endl;
   if (r.batches_released > 0)

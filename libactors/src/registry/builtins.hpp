@@ -15,7 +15,7 @@ namespace stoker::detail {
 /// Stoker, thrown as std::logic_error naming it.
 void must_add(caf::error err);
 
-/// synthetic, idx and image-folder (builtin_sources.cpp).
+/// synthetic, idx, image-folder and tar-shards (builtin_sources.cpp).
 void add_builtin_sources(registry& reg);
 
 /// decode ... gaussian-blur (builtin_transforms.cpp).

@@ -1,5 +1,6 @@
 #include "transforms/transform_chain.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <exception>
 
@@ -7,6 +8,17 @@
 #include "kernels/jpeg_region.hpp"
 
 namespace stoker {
+
+namespace {
+
+uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
+  return static_cast<uint64_t>(
+    std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now() - since)
+      .count());
+}
+
+} // namespace
 
 namespace {
 
@@ -107,7 +119,8 @@ transform_chain::bind(const std::vector<transform_spec>& chain,
 }
 
 caf::expected<bool> transform_chain::apply_fused(sample_input& input,
-                                                 const draw_key& key) const {
+                                                 const draw_key& key,
+                                                 decode_tally* tally) const {
   if (input.encoded.empty())
     return false;
   auto h = read_jpeg_header(input.encoded);
@@ -160,23 +173,43 @@ caf::expected<bool> transform_chain::apply_fused(sample_input& input,
     finish.mean.assign(n.begin(), n.begin() + static_cast<long>(half));
     finish.stddev.assign(n.begin() + static_cast<long>(half), n.end());
   }
+  auto t0 = std::chrono::steady_clock::now();
   auto region = decode_jpeg_region(input.encoded, box, out_w, out_h, gray);
   if (!region)
     return std::move(region.error());
+  if (tally) {
+    tally->ns += elapsed_ns(t0);
+    ++tally->files;
+    tally->decoded_pixels += region->pixels.total();
+    tally->file_pixels += static_cast<uint64_t>(h->width)
+                          * static_cast<uint64_t>(h->height);
+  }
   input.pixels = resample_region(*region, out_w, out_h, finish);
   input.encoded = {};
   return true;
 }
 
 caf::expected<cv::Mat> transform_chain::apply(sample_input input,
-                                              const draw_key& key) const {
+                                              const draw_key& key,
+                                              decode_tally* tally) const {
   size_t k = 0;
   if (fused_ > 0) {
-    auto fused = apply_fused(input, key);
+    auto fused = apply_fused(input, key, tally);
     if (!fused)
       return std::move(fused.error());
     if (*fused)
       k = fused_;
+  }
+  if (k == 0 && tally && !specs_.empty() && defs_[0].takes_files) {
+    // The whole file decoded: every pixel of it made.
+    auto t0 = std::chrono::steady_clock::now();
+    if (auto err = defs_[0].apply(specs_[0], input, rng_for(key, 0)))
+      return err;
+    tally->ns += elapsed_ns(t0);
+    ++tally->files;
+    tally->decoded_pixels += input.pixels.total();
+    tally->file_pixels += input.pixels.total();
+    k = 1;
   }
   for (; k < specs_.size(); ++k)
     if (auto err = defs_[k].apply(specs_[k], input, rng_for(key, k)))

@@ -26,6 +26,17 @@ caf::expected<image_shape> check_chain(const std::vector<transform_spec>& chain,
 std::vector<transform_spec>
 eval_chain_of(const std::vector<transform_spec>& train, const registry& reg);
 
+/// What decoding cost one worker thread: files decoded, the time inside
+/// the decoder, and the pixels it made against the files' full size (the
+/// fused start decodes a JPEG only where its crop lies, at M/8). The
+/// caller owns it and sums it; never shared between threads.
+struct decode_tally {
+  uint64_t files = 0;
+  uint64_t ns = 0;
+  uint64_t decoded_pixels = 0;
+  uint64_t file_pixels = 0;
+};
+
 /// A checked chain bound to its transforms' definitions (copies: it does
 /// not refer to the registry), so a worker looks nothing up per sample.
 /// Immutable: one chain serves every worker thread of a node at once.
@@ -49,8 +60,9 @@ public:
   /// crop box from the same generator, only the rows and columns it needs
   /// decoded at the largest M/8 that keeps it the output size, resampled
   /// straight to float (kernels/jpeg_region.hpp); other files run the
-  /// entries one by one.
-  caf::expected<cv::Mat> apply(sample_input input, const draw_key& key) const;
+  /// entries one by one. `tally`, when given, counts the decode step.
+  caf::expected<cv::Mat> apply(sample_input input, const draw_key& key,
+                               decode_tally* tally = nullptr) const;
 
   bool empty() const noexcept { return specs_.empty(); }
 
@@ -62,8 +74,8 @@ public:
 private:
   // The fused start on `input`: true when it ran (the pixels are set),
   // false for a file it does not take.
-  caf::expected<bool> apply_fused(sample_input& input,
-                                  const draw_key& key) const;
+  caf::expected<bool> apply_fused(sample_input& input, const draw_key& key,
+                                  decode_tally* tally) const;
 
   std::vector<transform_spec> specs_;
   std::vector<transform_def> defs_;

@@ -131,18 +131,19 @@ image_batch batch_maker::chain(const work_item& item, double slowdown,
   if (test && !test_)
     throw std::runtime_error("a test item, but this worker has no test "
                              "split open");
-  auto make = [&] {
+  auto make = [&](decode_tally* tally) {
     return map_samples(test ? *test_ : *train_,
                        test ? test_chain_ : train_chain_,
                        pipeline_.data.output, pipeline_.data.seed, item,
-                       buffer_for(float_bytes(item), own));
+                       buffer_for(float_bytes(item), own), tally);
   };
   for (double extra = slowdown - 1.0; extra >= 1.0; extra -= 1.0) {
-    auto waste = make(); // worker.slowdown: the same work again, thrown away
+    // worker.slowdown: the same work again, thrown away
+    auto waste = make(nullptr);
     if (own.buffers)
       own.buffers->release(std::move(waste.data));
   }
-  return make();
+  return make(&own.decode);
 }
 
 } // namespace stoker

@@ -26,6 +26,9 @@ struct batch_resources {
   /// every batch's image buffer comes from here and goes back after it is
   /// sent or trained on. Null: fresh buffers.
   std::shared_ptr<buffer_pool> buffers;
+  /// Its decode steps so far (make() adds each batch's; the work
+  /// worker.slowdown throws away is not counted).
+  decode_tally decode;
 };
 
 /// Makes the batches of one pipeline: the article's fused blur stage over

@@ -174,6 +174,10 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
       ++st.stats.batches;
       st.stats.samples += item.sample_ids.size();
       st.stats.busy_ns += busy;
+      st.stats.decoded_files = st.own.decode.files;
+      st.stats.decode_ns = st.own.decode.ns;
+      st.stats.decoded_pixels = st.own.decode.decoded_pixels;
+      st.stats.file_pixels = st.own.decode.file_pixels;
       deliver(self, std::move(batch), trainer);
       if (st.stats.batches > warmup_batches) { // the steady state
         st.stats.steady_faults += thread_minor_faults() - faults_before;
