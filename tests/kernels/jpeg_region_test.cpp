@@ -1,10 +1,16 @@
 #include <boost/test/unit_test.hpp>
 
+#include <array>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+
+#include <cstdio>
+
+#include <jpeglib.h>
 
 #include "stoker/errors.hpp"
 #include "kernels/image_ops.hpp"
@@ -43,6 +49,40 @@ std::vector<char> encode(const cv::Mat& img, std::vector<int> params = {}) {
 // What OpenCV's decoder (the unfused path) makes of the whole file.
 cv::Mat full_decode(const std::vector<char>& bytes, bool gray = false) {
   return decode_image(bytes, gray);
+}
+
+// A CMYK JPEG (as print workflows write them, with libjpeg's Adobe
+// marker: inverted ink values), filled with `cmyk`.
+std::vector<char> cmyk_jpeg(int height, int width,
+                            std::array<unsigned char, 4> cmyk) {
+  jpeg_compress_struct c;
+  jpeg_error_mgr err;
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  unsigned char* mem = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&c, &mem, &size);
+  c.image_width = static_cast<JDIMENSION>(width);
+  c.image_height = static_cast<JDIMENSION>(height);
+  c.input_components = 4;
+  c.in_color_space = JCS_CMYK;
+  jpeg_set_defaults(&c);
+  jpeg_set_quality(&c, 95, TRUE);
+  jpeg_start_compress(&c, TRUE);
+  std::vector<unsigned char> row(static_cast<size_t>(width) * 4);
+  for (int x = 0; x < width; ++x)
+    for (int k = 0; k < 4; ++k)
+      row[static_cast<size_t>(x) * 4 + k] = cmyk[k];
+  while (c.next_scanline < c.image_height) {
+    JSAMPROW rows[] = {row.data()};
+    jpeg_write_scanlines(&c, rows, 1);
+  }
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  std::vector<char> out(reinterpret_cast<char*>(mem),
+                        reinterpret_cast<char*>(mem) + size);
+  std::free(mem);
+  return out;
 }
 
 double max_abs_diff(const cv::Mat& a, const cv::Mat& b) {
@@ -233,6 +273,26 @@ BOOST_AUTO_TEST_CASE(an_exif_turned_file_is_left_to_opencv) {
              describe(r.error()));
   // OpenCV turns it: 48 rows of 64.
   BOOST_TEST(full_decode(bytes).rows == 48);
+}
+
+BOOST_AUTO_TEST_CASE(a_cmyk_file_is_left_to_opencv_which_converts_it) {
+  // Red ink: no cyan, full magenta and yellow, no black; stored inverted.
+  auto bytes = cmyk_jpeg(40, 56, {255, 0, 0, 255});
+  auto h = read_jpeg_header(bytes);
+  BOOST_REQUIRE(h);
+  BOOST_TEST(h->components == 4);
+  BOOST_TEST(!region_decodable(*h));
+  auto r = decode_jpeg_region(bytes, {0, 0, 56, 40}, 56, 40, false);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(describe(r.error()).find("4 components") != std::string::npos,
+             describe(r.error()));
+  auto rgb = full_decode(bytes);
+  BOOST_REQUIRE(rgb.channels() == 3);
+  auto px = rgb.at<cv::Vec3b>(20, 28);
+  BOOST_TEST_MESSAGE("CMYK red decodes to RGB " << px);
+  BOOST_TEST(px[0] >= 200); // RGB: red
+  BOOST_TEST(px[1] <= 55);
+  BOOST_TEST(px[2] <= 55);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
