@@ -6,6 +6,9 @@
 
 #include <sys/wait.h>
 
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
 #include <caf/actor_system.hpp>
 
 #include "stoker/dataset.hpp"
@@ -16,6 +19,7 @@
 #include "data/resolve.hpp"
 #include "data/sample_mapper.hpp"
 #include "data/tar_shards.hpp"
+#include "kernels/blur.hpp"
 #include "node/local_role.hpp"
 #include "node/node_config.hpp"
 
@@ -272,6 +276,52 @@ BOOST_AUTO_TEST_CASE(shards_from_make_shards_train_each_sample_once_per_epoch) {
   BOOST_REQUIRE(!other);
   BOOST_TEST(has(why(other), "holds other shards here than on the head"),
              why(other));
+}
+
+BOOST_AUTO_TEST_CASE(the_fused_start_writes_the_batch_as_the_chain_makes_each_image) {
+  // JPEGs through the ImageNet recipe: map_samples lets the fused pass
+  // write into the batch's planes; apply() then a reorder gives the same.
+  class jpegs final : public dataset {
+  public:
+    uint64_t size() const override { return 6; }
+    int64_t label(uint64_t i) const override { return static_cast<int64_t>(i); }
+    caf::expected<sample_input> read(uint64_t, uint64_t i) const override {
+      cv::Mat img(180 + 20 * static_cast<int>(i), 240, CV_8UC3);
+      cv::RNG gen{i + 1}; // the same image at every read
+      gen.fill(img, cv::RNG::UNIFORM, 0, 255);
+      cv::GaussianBlur(img, img, {7, 7}, 2.0);
+      std::vector<uchar> bytes;
+      cv::imencode(".jpg", img, bytes);
+      sample_input in;
+      in.encoded.assign(bytes.begin(), bytes.end());
+      return in;
+    }
+    std::string name(uint64_t i) const override { return std::to_string(i); }
+  } data;
+  std::vector<transform_spec> specs;
+  for (auto text : {"decode", "random-resized-crop(64)", "horizontal-flip",
+                    "to-tensor", "normalize(0.485, 0.456, 0.406, 0.229, "
+                                 "0.224, 0.225)"})
+    specs.push_back(*parse_entry(text));
+  auto chain = transform_chain::bind(specs, builtin_registry());
+  BOOST_REQUIRE_MESSAGE(chain, why(chain));
+  BOOST_REQUIRE(chain->fused_entries() == specs.size());
+  work_item item;
+  item.sample_ids = {0, 1, 2, 3, 4, 5};
+  image_shape shape{64, 64, 3};
+  decode_tally tally;
+  auto batch = map_samples(data, *chain, shape, 3, item, {}, &tally);
+  BOOST_REQUIRE(batch.size() == 6u);
+  BOOST_TEST(tally.files == 6u);
+  BOOST_TEST(tally.decoded_pixels < tally.file_pixels);
+  std::vector<float> planes(64 * 64 * 3);
+  for (uint64_t i = 0; i < 6; ++i) {
+    auto hwc = chain->apply(*data.read(0, i), draw_key{3, 0, i});
+    BOOST_REQUIRE(hwc);
+    hwc_to_chw(hwc->ptr<float>(), planes.data(), 64, 64, 3);
+    BOOST_TEST(std::equal(planes.begin(), planes.end(), batch.image(i)),
+               "sample " << i);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -232,6 +232,32 @@ BOOST_AUTO_TEST_CASE(at_full_scale_resampling_is_the_unfused_resize_to_one_level
   }
 }
 
+BOOST_AUTO_TEST_CASE(planes_hold_the_same_numbers_as_the_interleaved_image) {
+  auto bytes = encode(photo_like(240, 320));
+  pixel_finish finish;
+  finish.flip = true;
+  finish.mean = {0.485f, 0.456f, 0.406f};
+  finish.stddev = {0.229f, 0.224f, 0.225f};
+  // A full-scale whole-pixel box, and a reduced fractional one.
+  for (cv::Rect2d box : {cv::Rect2d{10, 20, 200, 150},
+                         cv::Rect2d{3.5, 7.25, 300.5, 220.75}}) {
+    const int w = 64;
+    const int h = 48;
+    auto r = decode_jpeg_region(bytes, box, w, h, false);
+    BOOST_REQUIRE(r);
+    auto hwc = resample_region(*r, w, h, finish);
+    std::vector<float> planes(static_cast<size_t>(3 * w * h), -7.0f);
+    resample_region_planes(*r, w, h, finish, planes.data());
+    int differ = 0;
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x)
+        for (int c = 0; c < 3; ++c)
+          differ += hwc.at<cv::Vec3f>(y, x)[c]
+                    != planes[static_cast<size_t>((c * h + y) * w + x)];
+    BOOST_TEST(differ == 0, "box " << box << " at " << r->scale << "/8");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_truncated_or_foreign_file_is_an_error_naming_it) {
   auto bytes = encode(photo_like(200, 200));
   auto cut = std::vector<char>(bytes.begin(), bytes.begin() + bytes.size() / 2);

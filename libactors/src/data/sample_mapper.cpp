@@ -16,8 +16,10 @@ image_batch map_samples(const dataset& data,
   size_t kept = 0;
   for (auto id : item.sample_ids) {
     auto input = data.read(item.epoch, id);
-    auto pixels = input ? chain.apply(std::move(*input),
-                                      draw_key{seed, item.epoch, id}, tally)
+    // The fused start writes straight into the batch where it can.
+    auto pixels = input ? chain.apply_planes(std::move(*input),
+                                             draw_key{seed, item.epoch, id},
+                                             batch.image(kept), tally)
                         : caf::expected<cv::Mat>{std::move(input.error())};
     if (!pixels) { // an unreadable or corrupt file: skip it, say which
       batch.skipped_ids.push_back(id);
@@ -25,6 +27,12 @@ image_batch map_samples(const dataset& data,
       continue;
     }
     auto& img = *pixels;
+    if (img.empty()) { // already in the batch, in its layout
+      batch.sample_ids.push_back(id);
+      batch.labels.push_back(data.label(id));
+      ++kept;
+      continue;
+    }
     if (static_cast<uint32_t>(img.rows) != shape.height
         || static_cast<uint32_t>(img.cols) != shape.width
         || static_cast<uint32_t>(img.channels()) != shape.channels)

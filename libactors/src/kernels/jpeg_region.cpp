@@ -338,11 +338,36 @@ struct finish_of {
   }
 };
 
+// Where the finished pixels go: HWC rows of a cv::Mat, or the planes of
+// a CHW image (the batch's own memory), by strides.
+struct float_image {
+  float* base;
+  int rows;
+  int cols;
+  size_t row_stride;
+  size_t pixel_stride;
+  size_t channel_stride;
+
+  static float_image hwc(cv::Mat& m) {
+    auto c = static_cast<size_t>(m.channels());
+    return {m.ptr<float>(), m.rows, m.cols, m.step1(), c, 1};
+  }
+  static float_image chw(float* planes, int rows, int cols) {
+    auto plane = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+    return {planes, rows, cols, static_cast<size_t>(cols), 1, plane};
+  }
+  float* pixel(int y, int x) const {
+    return base + static_cast<size_t>(y) * row_stride
+           + static_cast<size_t>(x) * pixel_stride;
+  }
+};
+
 template <int C>
 void resample_rows(const cv::Mat& src, const taps& xs, const taps& ys,
-                   const pixel_finish& finish, cv::Mat& out) {
+                   const pixel_finish& finish, const float_image& out) {
   const finish_of<C> fin{finish};
   const int out_w = out.cols;
+  const size_t cs = out.channel_stride;
   std::vector<int> a(static_cast<size_t>(out_w));
   std::vector<int> b(static_cast<size_t>(out_w));
   for (size_t x = 0; x < a.size(); ++x) {
@@ -354,7 +379,6 @@ void resample_rows(const cv::Mat& src, const taps& xs, const taps& ys,
     const uint8_t* top = src.ptr<uint8_t>(ys.lo[yi]);
     const uint8_t* bottom = src.ptr<uint8_t>(ys.hi[yi]);
     const float wy = ys.w[yi];
-    float* dst = out.ptr<float>(y);
     for (int x = 0; x < out_w; ++x) {
       auto xi = static_cast<size_t>(x);
       const uint8_t* t0 = top + a[xi];
@@ -362,11 +386,12 @@ void resample_rows(const cv::Mat& src, const taps& xs, const taps& ys,
       const uint8_t* b0 = bottom + a[xi];
       const uint8_t* b1 = bottom + b[xi];
       const float wx = xs.w[xi];
-      float* px = dst + (finish.flip ? out_w - 1 - x : x) * C;
+      float* px = out.pixel(y, finish.flip ? out_w - 1 - x : x);
       for (int k = 0; k < C; ++k) {
         float upper = t0[k] + wx * static_cast<float>(t1[k] - t0[k]);
         float lower = b0[k] + wx * static_cast<float>(b1[k] - b0[k]);
-        px[k] = (upper + wy * (lower - upper)) * fin.scale[k] + fin.shift[k];
+        px[k * cs] =
+          (upper + wy * (lower - upper)) * fin.scale[k] + fin.shift[k];
       }
     }
   }
@@ -375,16 +400,16 @@ void resample_rows(const cv::Mat& src, const taps& xs, const taps& ys,
 // 8-bit pixels already at the output size: finished into `out`.
 template <int C>
 void finish_rows(const cv::Mat& src, const pixel_finish& finish,
-                 cv::Mat& out) {
+                 const float_image& out) {
   const finish_of<C> fin{finish};
   const int w = out.cols;
+  const size_t cs = out.channel_stride;
   for (int y = 0; y < out.rows; ++y) {
     const uint8_t* in = src.ptr<uint8_t>(y);
-    float* dst = out.ptr<float>(y);
     for (int x = 0; x < w; ++x) {
-      float* px = dst + (finish.flip ? w - 1 - x : x) * C;
+      float* px = out.pixel(y, finish.flip ? w - 1 - x : x);
       for (int k = 0; k < C; ++k)
-        px[k] = in[x * C + k] * fin.scale[k] + fin.shift[k];
+        px[k * cs] = in[x * C + k] * fin.scale[k] + fin.shift[k];
     }
   }
 }
@@ -395,11 +420,14 @@ bool whole(double v) {
 
 } // namespace
 
-cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
-                        const pixel_finish& finish) {
+namespace {
+
+void resample_into(const jpeg_region& r, const pixel_finish& finish,
+                   const float_image& out) {
   auto& b = r.box;
   const int c = r.pixels.channels();
-  cv::Mat out(out_h, out_w, CV_32FC(c));
+  const int out_w = out.cols;
+  const int out_h = out.rows;
   if (whole(b.x) && whole(b.y) && whole(b.width) && whole(b.height)) {
     // Whole pixels (a full-scale crop box): OpenCV's resize, SIMD, the
     // unfused chain's numbers.
@@ -417,7 +445,7 @@ cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
       finish_rows<1>(sized, finish, out);
     else
       finish_rows<3>(sized, finish, out);
-    return out;
+    return;
   }
   auto xs = taps_for(b.x, b.width, out_w, r.pixels.cols);
   auto ys = taps_for(b.y, b.height, out_h, r.pixels.rows);
@@ -425,7 +453,20 @@ cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
     resample_rows<1>(r.pixels, xs, ys, finish, out);
   else
     resample_rows<3>(r.pixels, xs, ys, finish, out);
+}
+
+} // namespace
+
+cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
+                        const pixel_finish& finish) {
+  cv::Mat out(out_h, out_w, CV_32FC(r.pixels.channels()));
+  resample_into(r, finish, float_image::hwc(out));
   return out;
+}
+
+void resample_region_planes(const jpeg_region& r, int out_w, int out_h,
+                            const pixel_finish& finish, float* planes) {
+  resample_into(r, finish, float_image::chw(planes, out_h, out_w));
 }
 
 } // namespace stoker

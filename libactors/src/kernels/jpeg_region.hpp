@@ -84,4 +84,11 @@ struct pixel_finish {
 cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
                         const pixel_finish& finish = {});
 
+/// As resample_region(), written as planes (CHW: the channels one after
+/// the other, out_h x out_w each) into `planes`, which the caller owns and
+/// sizes: the batch's memory, so the image is written once, in its final
+/// layout. The same numbers as resample_region().
+void resample_region_planes(const jpeg_region& r, int out_w, int out_h,
+                            const pixel_finish& finish, float* planes);
+
 } // namespace stoker

@@ -120,7 +120,8 @@ transform_chain::bind(const std::vector<transform_spec>& chain,
 
 caf::expected<bool> transform_chain::apply_fused(sample_input& input,
                                                  const draw_key& key,
-                                                 decode_tally* tally) const {
+                                                 decode_tally* tally,
+                                                 float* chw) const {
   if (input.encoded.empty())
     return false;
   auto h = read_jpeg_header(input.encoded);
@@ -184,7 +185,10 @@ caf::expected<bool> transform_chain::apply_fused(sample_input& input,
     tally->file_pixels += static_cast<uint64_t>(h->width)
                           * static_cast<uint64_t>(h->height);
   }
-  input.pixels = resample_region(*region, out_w, out_h, finish);
+  if (chw) // the whole chain: into the caller's planes
+    resample_region_planes(*region, out_w, out_h, finish, chw);
+  else
+    input.pixels = resample_region(*region, out_w, out_h, finish);
   input.encoded = {};
   return true;
 }
@@ -192,11 +196,21 @@ caf::expected<bool> transform_chain::apply_fused(sample_input& input,
 caf::expected<cv::Mat> transform_chain::apply(sample_input input,
                                               const draw_key& key,
                                               decode_tally* tally) const {
+  return apply_planes(std::move(input), key, nullptr, tally);
+}
+
+caf::expected<cv::Mat> transform_chain::apply_planes(sample_input input,
+                                                     const draw_key& key,
+                                                     float* chw,
+                                                     decode_tally* tally) const {
   size_t k = 0;
   if (fused_ > 0) {
-    auto fused = apply_fused(input, key, tally);
+    bool whole = chw != nullptr && fused_ == specs_.size();
+    auto fused = apply_fused(input, key, tally, whole ? chw : nullptr);
     if (!fused)
       return std::move(fused.error());
+    if (*fused && whole)
+      return cv::Mat{}; // written into `chw`
     if (*fused)
       k = fused_;
   }

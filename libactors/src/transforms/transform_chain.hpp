@@ -64,6 +64,14 @@ public:
   caf::expected<cv::Mat> apply(sample_input input, const draw_key& key,
                                decode_tally* tally = nullptr) const;
 
+  /// As apply(), but where the fused start is the whole chain and takes
+  /// this file, its pass writes the image straight into `chw` (float32
+  /// planes of the chain's output shape, the caller's memory: a batch's)
+  /// and returns an empty Mat; otherwise the HWC image, `chw` untouched.
+  caf::expected<cv::Mat> apply_planes(sample_input input, const draw_key& key,
+                                      float* chw,
+                                      decode_tally* tally = nullptr) const;
+
   bool empty() const noexcept { return specs_.empty(); }
 
   /// How many entries at the start run fused on a JPEG: decode and the
@@ -75,7 +83,7 @@ private:
   // The fused start on `input`: true when it ran (the pixels are set),
   // false for a file it does not take.
   caf::expected<bool> apply_fused(sample_input& input, const draw_key& key,
-                                  decode_tally* tally) const;
+                                  decode_tally* tally, float* chw) const;
 
   std::vector<transform_spec> specs_;
   std::vector<transform_def> defs_;
