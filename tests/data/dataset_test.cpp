@@ -58,6 +58,24 @@ bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// A local run of the small CNN, 2 epochs of batches of 32 over 28x28
+// crops, 2 workers, from the source `source` names.
+caf::expected<run_report> train_small_cnn(std::vector<std::string> source) {
+  std::vector<std::string> args = {
+    "--pipeline.transforms=[\"decode(1)\", \"random-crop(28, 2)\", "
+    "\"horizontal-flip\", \"to-tensor\"]",
+    "--pipeline.batch-size=32", "--pipeline.epochs=2", "--trainer.model=cnn",
+    "--trainer.device=cpu", "--trainer.lr=0.01", "--trainer.threads=1",
+    "--worker.count=2", "--trainer.log-every=1000"};
+  source.insert(source.end(), args.begin(), args.end());
+  node_config cfg;
+  auto loaded = cfg.load(source, builtin_registry());
+  if (!loaded)
+    return std::move(loaded.error());
+  caf::actor_system sys{cfg};
+  return run_local(sys, **loaded, builtin_registry());
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(dataset)
@@ -206,18 +224,8 @@ BOOST_AUTO_TEST_CASE(the_export_tool_writes_class_folders_and_checks_its_argumen
 BOOST_AUTO_TEST_CASE(a_run_over_a_folder_with_a_corrupt_file_completes) {
   scratch_dir dir{"folder-run"};
   export_small_set(dir.path, 200);
-  node_config cfg;
-  auto loaded = cfg.load(
-    {"--pipeline.source=image-folder", "--pipeline.data=" + dir.path,
-     "--pipeline.transforms=[\"decode(1)\", \"random-crop(28, 2)\", "
-     "\"horizontal-flip\", \"to-tensor\"]",
-     "--pipeline.batch-size=32", "--pipeline.epochs=2", "--trainer.model=cnn",
-     "--trainer.device=cpu", "--trainer.lr=0.01", "--trainer.threads=1",
-     "--worker.count=2", "--trainer.log-every=1000"},
-    builtin_registry());
-  BOOST_REQUIRE_MESSAGE(loaded, why(loaded));
-  caf::actor_system sys{cfg};
-  auto r = run_local(sys, **loaded, builtin_registry());
+  auto r = train_small_cnn(
+    {"--pipeline.source=image-folder", "--pipeline.data=" + dir.path});
   BOOST_REQUIRE_MESSAGE(r, why(r));
   BOOST_TEST(r->missing == 0u);
   BOOST_TEST(r->duplicates == 0u);
@@ -242,19 +250,9 @@ BOOST_AUTO_TEST_CASE(shards_from_make_shards_train_each_sample_once_per_epoch) {
   BOOST_TEST(listing->num_classes == 10u);
   // The corrupt "PNG" is a member like the others: read, then skipped.
   BOOST_TEST(listing->problems.empty());
-  node_config cfg;
-  auto loaded = cfg.load(
-    {"--pipeline.source=tar-shards", "--pipeline.data=" + shards,
-     "--pipeline.shuffle-buffer=50",
-     "--pipeline.transforms=[\"decode(1)\", \"random-crop(28, 2)\", "
-     "\"horizontal-flip\", \"to-tensor\"]",
-     "--pipeline.batch-size=32", "--pipeline.epochs=2", "--trainer.model=cnn",
-     "--trainer.device=cpu", "--trainer.lr=0.01", "--trainer.threads=1",
-     "--worker.count=2", "--trainer.log-every=1000"},
-    builtin_registry());
-  BOOST_REQUIRE_MESSAGE(loaded, why(loaded));
-  caf::actor_system sys{cfg};
-  auto r = run_local(sys, **loaded, builtin_registry());
+  auto r = train_small_cnn({"--pipeline.source=tar-shards",
+                            "--pipeline.data=" + shards,
+                            "--pipeline.shuffle-buffer=50"});
   BOOST_REQUIRE_MESSAGE(r, why(r));
   BOOST_TEST(r->missing == 0u);
   BOOST_TEST(r->duplicates == 0u);
