@@ -450,7 +450,8 @@ BOOST_AUTO_TEST_CASE(a_chain_starting_decode_and_a_crop_is_fused_for_jpegs) {
 }
 
 BOOST_AUTO_TEST_CASE(the_fused_start_gives_the_unfused_chains_numbers) {
-  auto jpeg = photo_jpeg(600, 800);
+  // Large enough that some boxes are reduced (twice 224 after M/8).
+  auto jpeg = photo_jpeg(1200, 1600);
   // Flip and normalize after the fused start run on its float pixels.
   auto chain = chain_of({"decode", "random-resized-crop(224, 0.3, 1)",
                          "horizontal-flip", "to-tensor",
@@ -468,7 +469,8 @@ BOOST_AUTO_TEST_CASE(the_fused_start_gives_the_unfused_chains_numbers) {
     counter_rng stage{{5, 1, sample,
                        static_cast<rng_stage>(
                          static_cast<uint32_t>(rng_stage::transforms) + 1)}};
-    auto box = random_resized_box(600, 800, 0.3, 1.0, 0.75, 4.0 / 3.0, stage);
+    auto box = random_resized_box(1200, 1600, 0.3, 1.0, 0.75, 4.0 / 3.0,
+                                  stage);
     if (dct_scale_for(box.width, box.height, 224, 224) == 8) {
       // The same pixels: one 8-bit level (the unfused resize rounds to
       // bytes; the fused one does not), times normalize's 1 / 0.25.

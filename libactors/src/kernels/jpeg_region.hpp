@@ -37,7 +37,9 @@ bool region_decodable(const jpeg_header& h) noexcept;
 
 /// The largest reduction M/8 (M: 1, 2 or 4, the scales libjpeg-turbo
 /// decodes with SIMD) at which a `box_w` x `box_h` box of the full image
-/// still covers `out_w` x `out_h` pixels; 8 (no reduction) otherwise.
+/// still covers twice `out_w` x `out_h` pixels (so that the antialiased
+/// resample after it, not the IDCT's block average, shapes the result);
+/// 8 (no reduction) otherwise.
 int dct_scale_for(double box_w, double box_h, int out_w, int out_h) noexcept;
 
 /// A decoded part of a JPEG.
@@ -72,15 +74,16 @@ struct pixel_finish {
   std::vector<float> stddev{1.0f};
 };
 
-/// The region's box resampled to `out_w` x `out_h` float32 pixels, bilinear
-/// with half-pixel centres: output pixel x samples the box at
-/// box.x + (x + 0.5) * box.width / out_w - 0.5, as cv::resize and
-/// torchvision's resize (antialias off) map them, finished by `finish` in
-/// the same pass. A box of whole pixels (a full-scale crop) is resized by
-/// cv::resize: the unfused chain's numbers; a fractional one is not
-/// rounded to 8 bits (within one level of the unfused at full scale). The
-/// box is under twice the output where M/8 < 1 (dct_scale_for chose it
-/// so): the IDCT's reduction did the antialiasing a larger shrink needs.
+/// The region's box resampled to `out_w` x `out_h` float32 pixels,
+/// finished by `finish` in the same pass. At full scale (M = 8): bilinear
+/// with half-pixel centres, output pixel x sampling the box at
+/// box.x + (x + 0.5) * box.width / out_w - 0.5, as cv::resize and the
+/// unfused chain's resize map them; a box of whole pixels is resized by
+/// cv::resize (the unfused chain's numbers), a fractional one is not
+/// rounded to 8 bits (within one level of the unfused). Reduced (M < 8,
+/// the box then at least twice the output): torchvision's antialiased
+/// bilinear (a triangle filter as wide as the shrink, taps clamped to the
+/// box), which the full decode resized the same way matches to 40 dB.
 cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
                         const pixel_finish& finish = {});
 
