@@ -18,6 +18,7 @@
 #include "data/image_folder.hpp"
 #include "data/resolve.hpp"
 #include "data/sample_mapper.hpp"
+#include "core/checksum.hpp"
 #include "data/tar_shards.hpp"
 #include "kernels/blur.hpp"
 #include "node/local_role.hpp"
@@ -310,6 +311,10 @@ BOOST_AUTO_TEST_CASE(the_fused_start_writes_the_batch_as_the_chain_makes_each_im
   decode_tally tally;
   auto batch = map_samples(data, *chain, shape, 3, item, {}, &tally);
   BOOST_REQUIRE(batch.size() == 6u);
+  BOOST_REQUIRE(batch.checksums.size() == 6u); // stamped as written
+  for (size_t i = 0; i < 6; ++i)
+    BOOST_TEST(batch.checksums[i]
+               == checksum64(batch.image(i), batch.image_bytes()));
   BOOST_TEST(tally.files == 6u);
   BOOST_TEST(tally.decoded_pixels < tally.file_pixels);
   std::vector<float> planes(64 * 64 * 3);

@@ -289,8 +289,9 @@ std::vector<option_decl> make_table() {
              "a chain that starts decode, then random-resized-crop or "
              "resize + center-crop, decodes only the rows and columns of a "
              "JPEG the crop needs, at the largest M/8 scale that keeps it "
-             "the output size (libjpeg-turbo); false: every file decoded "
-             "whole by OpenCV, then cropped")
+             "twice the output size (libjpeg-turbo), then resamples it "
+             "antialiased; false: every file decoded whole by OpenCV, then "
+             "cropped")
     // -- router
     .section("router")
     .choice("policy", pipe_at<&P::router, &router_spec::policy>,

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "core/checksum.hpp"
 #include "kernels/blur.hpp"
 
 namespace stoker {
@@ -14,6 +15,11 @@ image_batch map_samples(const dataset& data,
   auto batch = float_batch_for(item, layout::chw, shape.height, shape.width,
                                shape.channels, std::move(buffer));
   size_t kept = 0;
+  // Each image's checksum right after it is written, while it is still in
+  // the cache (the batch of 64 ImageNet-sized images is not).
+  auto stamp = [&](size_t i) {
+    batch.checksums.push_back(checksum64(batch.image(i), batch.image_bytes()));
+  };
   for (auto id : item.sample_ids) {
     auto input = data.read(item.epoch, id);
     // The fused start writes straight into the batch where it can.
@@ -30,7 +36,7 @@ image_batch map_samples(const dataset& data,
     if (img.empty()) { // already in the batch, in its layout
       batch.sample_ids.push_back(id);
       batch.labels.push_back(data.label(id));
-      ++kept;
+      stamp(kept++);
       continue;
     }
     if (static_cast<uint32_t>(img.rows) != shape.height
@@ -47,7 +53,7 @@ image_batch map_samples(const dataset& data,
     batch.labels.push_back(data.label(id));
     hwc_to_chw(dense.ptr<float>(), batch.image(kept), shape.height,
                shape.width, shape.channels);
-    ++kept;
+    stamp(kept++);
   }
   batch.data.resize(kept * batch.image_bytes());
   return batch;

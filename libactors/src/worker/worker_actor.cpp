@@ -165,8 +165,8 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
                                 + e.what()));
         return;
       }
-      // The blur stage stamps them as it writes the data (one pass less);
-      // any other path here.
+      // The blur stage and the mapper stamp them as they write the data
+      // (one pass less); a 16-bit wire's encoding clears them: here.
       if (batch.checksums.size() != batch.size())
         stamp_checksums(batch);
       batch.producer = st.stats.name;
