@@ -419,6 +419,38 @@ void finish_rows(const cv::Mat& src, const pixel_finish& finish,
   }
 }
 
+// The same into planes (CHW): each channel split out and mirrored as
+// bytes (exact), then one contiguous loop per row that the compiler
+// vectorizes; the same arithmetic as finish_rows, so the same numbers.
+template <int C>
+void finish_planes(const cv::Mat& src, const pixel_finish& finish,
+                   const float_image& out) {
+  const finish_of<C> fin{finish};
+  cv::Mat planes[C];
+  if (C == 1)
+    planes[0] = src;
+  else
+    cv::split(src, planes);
+  const auto w = static_cast<size_t>(out.cols);
+  for (int c = 0; c < C; ++c) {
+    cv::Mat plane = planes[c];
+    if (finish.flip) { // into a new image: `src` may be the region's own
+      cv::Mat mirrored;
+      cv::flip(plane, mirrored, 1);
+      plane = mirrored;
+    }
+    const float scale = fin.scale[c];
+    const float shift = fin.shift[c];
+    for (int y = 0; y < out.rows; ++y) {
+      const uint8_t* in = plane.ptr<uint8_t>(y);
+      float* dst = out.base + static_cast<size_t>(c) * out.channel_stride
+                   + static_cast<size_t>(y) * out.row_stride;
+      for (size_t x = 0; x < w; ++x)
+        dst[x] = static_cast<float>(in[x]) * scale + shift;
+    }
+  }
+}
+
 bool whole(double v) {
   return std::abs(v - std::round(v)) < 1e-9;
 }
@@ -556,10 +588,13 @@ void resample_into(const jpeg_region& r, const pixel_finish& finish,
     else
       cv::resize(r.pixels(box), sized, cv::Size{out_w, out_h}, 0, 0,
                  cv::INTER_LINEAR);
+    bool planar = out.pixel_stride == 1;
     if (c == 1)
-      finish_rows<1>(sized, finish, out);
+      planar ? finish_planes<1>(sized, finish, out)
+             : finish_rows<1>(sized, finish, out);
     else
-      finish_rows<3>(sized, finish, out);
+      planar ? finish_planes<3>(sized, finish, out)
+             : finish_rows<3>(sized, finish, out);
     return;
   }
   auto xs = taps_for(b.x, b.width, out_w, r.pixels.cols);
