@@ -275,6 +275,33 @@ BOOST_AUTO_TEST_CASE(shards_from_make_shards_train_each_sample_once_per_epoch) {
   BOOST_REQUIRE(!other);
   BOOST_TEST(has(why(other), "holds other shards here than on the head"),
              why(other));
+  // A test split in shards of its own: sized, and opened by a worker.
+  auto test_tool = std::string{STOKER_SOURCE_DIR} + "/tools/make-shards "
+                   + dir.path + "/folder " + dir.path
+                   + "/test --per-shard 100 --prefix test";
+  status = std::system((test_tool + " > /dev/null 2>&1").c_str());
+  BOOST_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  d.data = shards;
+  d.eval = true;
+  d.eval_data = dir.path + "/test";
+  source_spec with_test;
+  BOOST_REQUIRE(!resolve_data(d, with_test, synthetic_spec{},
+                              builtin_registry()));
+  BOOST_TEST(d.eval_size == 201u);
+  auto test_split = open_dataset(d, split::test, synthetic_spec{},
+                                 builtin_registry());
+  BOOST_REQUIRE_MESSAGE(test_split, why(test_split));
+  BOOST_TEST((*test_split)->size() == 201u);
+  // The tool's own errors: usage (2), a folder that is not one (1).
+  auto tool_exit = [](const std::string& args) {
+    auto st = std::system((std::string{STOKER_SOURCE_DIR}
+                           + "/tools/make-shards " + args + " > /dev/null 2>&1")
+                            .c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  BOOST_TEST(tool_exit(dir.path + "/folder") == 2);
+  BOOST_TEST(tool_exit(dir.path + "/folder /tmp/x --per-shard 0") == 2);
+  BOOST_TEST(tool_exit(dir.path + "/nope " + dir.path + "/out") == 1);
 }
 
 BOOST_AUTO_TEST_CASE(the_fused_start_writes_the_batch_as_the_chain_makes_each_image) {

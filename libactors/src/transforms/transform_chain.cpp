@@ -18,10 +18,6 @@ uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
       .count());
 }
 
-} // namespace
-
-namespace {
-
 counter_rng rng_for(const draw_key& key, size_t entry) {
   return counter_rng{{key.seed, key.epoch, key.sample,
                       static_cast<rng_stage>(
