@@ -250,11 +250,19 @@ BOOST_AUTO_TEST_CASE(a_group_shows_each_ranks_window_and_wait) {
   slow.node = "t-b";
   slow.window = 9;
   slow.collective_ms = 0.5;
+  // t-b starves: its period is short, its data wait long.
+  slow.period_ms = 10.5;
+  slow.wait_ms = 19.5;
   st.trainers = {fast, slow};
   auto text = format_router(st);
   BOOST_TEST(contains(text, "t-a"), text);
   BOOST_TEST(contains(text, "t-b"), text);
   BOOST_TEST(contains(text, "collective"), text);
+  // The step column gives it back its data wait: 30 ms, as t-a's.
+  BOOST_TEST(contains(text, "step"), text);
+  BOOST_TEST(contains(text, "group's exposed data wait 19.5 ms per step "
+                            "(rank 1, t-b)"),
+             text);
   trainer_stats a;
   a.rank = 0;
   a.node = "t-a";

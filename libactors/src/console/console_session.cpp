@@ -113,20 +113,33 @@ std::string format_router(const router_status& st) {
   }
   if (st.world > 1) {
     // Each rank's own window: a slow rank shows in its period and the
-    // others' collective wait.
+    // others' collective wait; a starving one in its data wait, which the
+    // "step" column (period + data wait: a whole step as the rank lives
+    // it) adds back, so it no longer looks the fastest.
     std::vector<std::vector<std::string>> ranks;
-    for (auto& t : st.trainers)
+    const trainer_status* exposed = nullptr;
+    auto ns = [](double ms) {
+      return human_duration_ns(static_cast<uint64_t>(ms * 1e6));
+    };
+    for (auto& t : st.trainers) {
+      if (!exposed || t.wait_ms > exposed->wait_ms)
+        exposed = &t;
       ranks.push_back(
         {std::to_string(t.rank), t.node.empty() ? "-" : t.node,
          t.present ? std::to_string(t.window) : "-",
          std::to_string(t.in_flight), std::to_string(t.pending),
-         human_duration_ns(static_cast<uint64_t>(t.period_ms * 1e6)),
-         human_duration_ns(static_cast<uint64_t>(t.wait_ms * 1e6)),
-         human_duration_ns(static_cast<uint64_t>(t.collective_ms * 1e6)),
+         ns(t.period_ms + t.wait_ms), ns(t.period_ms), ns(t.wait_ms),
+         ns(t.collective_ms),
          t.window_last_change.empty() ? "-" : t.window_last_change});
+    }
     out += format_table({"rank", "node", "window", "in flight", "pending",
-                         "period", "data wait", "collective", "last change"},
+                         "step", "period", "data wait", "collective",
+                         "last change"},
                         ranks);
+    if (exposed)
+      out += "group's exposed data wait " + ns(exposed->wait_ms)
+             + " per step (rank " + std::to_string(exposed->rank)
+             + (exposed->node.empty() ? "" : ", " + exposed->node) + ")\n";
   }
   out += "leased " + std::to_string(s.batches_leased) + ", acked "
          + std::to_string(s.batches_acked) + ", re-leased "

@@ -1,5 +1,6 @@
 #include "observe/job_metrics.hpp"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -163,6 +164,19 @@ std::string render_metrics(const job_view& job, std::string_view version) {
     m.sample({{"trainer", label}, {"reason", "group_waited"}},
              t.window_held_group_waited);
   }
+
+  m.family("stoker_router_data_wait_per_step_seconds", metric_kind::gauge,
+           "how long a trainer waited for data per step, on average over "
+           "the router's last period");
+  double exposed = 0.0;
+  for (auto& t : r.trainers) {
+    m.sample({{"trainer", trainer_label(t.node, t.rank)}}, t.wait_ms * 1e-3);
+    exposed = std::max(exposed, t.wait_ms * 1e-3);
+  }
+  m.family("stoker_router_group_exposed_data_wait_seconds", metric_kind::gauge,
+           "the data-parallel group's exposed data wait per step: the "
+           "longest any rank waited (every step waits for its slowest rank)");
+  m.sample(exposed);
 
   // Workers: the router's view, and their own busy time.
   std::map<std::string, const worker_stats*> own;
