@@ -256,7 +256,7 @@ public:
       }
       uint64_t at = pos + block;
       uint64_t next = at + (size + block - 1) / block * block;
-      if (at + size > size_) {
+      if (size > size_ - at) { // (at <= size_: the header fit)
         auto why = "truncated: the shard ends at byte " + std::to_string(size_)
                    + ", the member " + name + " needs bytes "
                    + std::to_string(at) + " to " + std::to_string(at + size);
