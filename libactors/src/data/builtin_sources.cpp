@@ -187,6 +187,22 @@ std::string head_fingerprint(const data_spec& data, split which) {
                                  : data.fingerprint.substr(at + 1);
 }
 
+// A worker's view of split `which` must be the head's: otherwise an error
+// naming the path, what it sees here (`sees`: "lists other files"; `here`:
+// its counts) and both fingerprints.
+caf::error same_as_heads(const data_spec& data, split which,
+                         const std::string& mine, const std::string& sees,
+                         const std::string& here, const std::string& things) {
+  auto theirs = head_fingerprint(data, which);
+  if (mine == theirs)
+    return caf::none;
+  auto& root = which == split::train ? data.data : data.eval_data;
+  return bad("\"" + root + "\" " + sees + " here than on the head (" + here
+             + ", fingerprint " + mine + ", the head's " + theirs
+             + "); expected the same " + things
+             + " on every node (shared storage)");
+}
+
 // The folder of one split, listed, or the error naming its key.
 caf::expected<folder_listing> listing_of(const data_spec& data, split which) {
   auto& root = which == split::train ? data.data : data.eval_data;
@@ -299,15 +315,13 @@ open_folder(const data_spec& data, split which, const synthetic_spec&) {
   auto listing = listing_of(data, which);
   if (!listing)
     return std::move(listing.error());
+  if (auto err = same_as_heads(data, which, listing->fingerprint,
+                               "lists other files",
+                               std::to_string(listing->files.size())
+                                 + " files",
+                               "files"))
+    return err;
   auto& root = which == split::train ? data.data : data.eval_data;
-  auto theirs = head_fingerprint(data, which);
-  if (listing->fingerprint != theirs)
-    return bad("\"" + root + "\" lists other files here than on the head ("
-               + std::to_string(listing->files.size())
-               + " files, fingerprint " + listing->fingerprint
-               + ", the head's " + theirs
-               + "); expected the same files on every node (shared "
-                 "storage)");
   auto limit = which == split::train ? data.train_limit : data.eval_limit;
   sample_subset pick{listing->files.size(), limit, data.seed};
   return std::shared_ptr<const dataset>{
@@ -363,16 +377,14 @@ open_shards(const data_spec& data, split which, const synthetic_spec&) {
   auto listing = shards_of(data, which);
   if (!listing)
     return std::move(listing.error());
-  auto& root = which == split::train ? data.data : data.eval_data;
-  auto theirs = head_fingerprint(data, which);
-  if (listing->fingerprint != theirs)
-    return bad("\"" + root + "\" holds other shards here than on the head ("
-               + std::to_string(listing->shards.size()) + " shards, "
-               + std::to_string(listing->samples.size())
-               + " samples, fingerprint " + listing->fingerprint
-               + ", the head's " + theirs
-               + "); expected the same shards on every node (shared "
-                 "storage)");
+  if (auto err = same_as_heads(data, which, listing->fingerprint,
+                               "holds other shards",
+                               std::to_string(listing->shards.size())
+                                 + " shards, "
+                                 + std::to_string(listing->samples.size())
+                                 + " samples",
+                               "shards"))
+    return err;
   return std::shared_ptr<const dataset>{
     std::make_shared<shard_dataset>(std::move(*listing))};
 }
