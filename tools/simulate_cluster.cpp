@@ -111,6 +111,8 @@ std::map<std::string, flag> flags_of(options& o) {
     {"hedge-factor", {"router.hedge-factor (default 0: off)",
                       real(s.router.hedge_factor)}},
     {"window", {"router.window (default 8)", whole(s.router.window)}},
+    {"prefetch", {"trainer.prefetch: the window's floor (default 4)",
+                  whole(s.prefetch)}},
     {"seed", {"every random draw (default 1)", whole(s.seed)}},
     {"max-seconds", {"simulated seconds before giving up (default 3600)",
                      real(s.max_sim_seconds)}},

@@ -38,9 +38,8 @@ router_summary router_state::current_summary() const {
   out.ranks.clear();
   for (auto& t : trainers)
     out.ranks.push_back(rank_summary{t.node, t.acked});
-  // Rank 0's window (each rank has its own: the console shows them all).
-  if (!trainers.empty() && trainers[0].window) {
-    auto& w = *trainers[0].window;
+  if (window) { // the group's: every rank's
+    auto& w = *window;
     out.window = w.size();
     out.window_max = w.max();
     out.window_changes = w.changes();
@@ -54,17 +53,24 @@ void router_state::offer_series(bool last) {
   uint64_t busy = 0;
   for (auto b : busy_total)
     busy += b;
-  uint32_t window = !trainers.empty() && trainers[0].window
-                      ? trainers[0].window->size()
-                      : 0;
   series.offer(t.count(), book.counters().acked_samples, total_wait_ns,
-               total_step_ns, window, busy, last);
+               total_step_ns, window ? window->size() : 0, busy, last);
 }
 
 bool router_state::group_complete() const {
   return !trainers.empty()
          && std::all_of(trainers.begin(), trainers.end(),
-                        [](auto& t) { return t.actor && t.window; });
+                        [](auto& t) { return static_cast<bool>(t.actor); });
+}
+
+void router_state::open_window() {
+  if (window || !group_complete())
+    return;
+  auto l = limits;
+  l.ranks = world();
+  for (auto& t : trainers)
+    l.min = std::max(l.min, t.prefetch);
+  window.emplace(l);
 }
 
 bool router_state::all_gpu() const {
@@ -199,9 +205,7 @@ void fetch(router_ptr self) {
   st.fetching = true;
   // Pull a window's worth per rank at a time: few messages, O(window)
   // memory.
-  uint32_t n = 0;
-  for (auto& t : st.trainers)
-    n += t.window ? t.window->size() : st.spec.window;
+  uint32_t n = st.world() * (st.window ? st.window->size() : st.spec.window);
   self->request(st.source, caf::infinite, next_atom::value,
                 std::max<uint32_t>(n, 1))
     .then(
@@ -277,9 +281,10 @@ void dispatch(router_ptr self) {
       || !st.stopping.empty())
     return;
   std::vector<rank_budget> budgets;
+  auto window = st.window ? st.window->size() : st.spec.window;
   for (auto& t : st.trainers)
     budgets.push_back(rank_budget{
-      t.window->size(),
+      window,
       t.measured ? static_cast<uint64_t>(t.period_ns) : uint64_t{0}});
   auto leased = st.book.lease(st.table, budgets, st.now_ns(), [&st] {
     return st.all_gpu() && st.offload.next_on_trainer();

@@ -29,14 +29,14 @@ router_status status_of(router_ptr self) {
     ts.node = t.node;
     ts.host = t.host;
     ts.present = static_cast<bool>(t.actor);
-    ts.window = t.window ? t.window->size() : 0;
-    if (t.window) {
-      ts.window_last_change = t.window->last_change();
-      ts.window_widened = t.window->widened();
-      ts.window_narrowed = t.window->narrowed();
-      ts.window_set = t.window->set_by_hand();
-      ts.window_held_workers_full = t.window->held_workers_full();
-      ts.window_held_group_waited = t.window->held_group_waited();
+    ts.window = s.window && t.actor ? s.window->size() : 0;
+    if (s.window && t.actor) { // the group's window: every rank's
+      ts.window_last_change = s.window->last_change();
+      ts.window_widened = s.window->widened();
+      ts.window_narrowed = s.window->narrowed();
+      ts.window_set = s.window->set_by_hand();
+      ts.window_held_workers_full = s.window->held_workers_full();
+      ts.window_held_group_waited = s.window->held_group_waited();
     }
     ts.in_flight = s.book.in_flight(r);
     ts.pending = s.book.pending(r);
@@ -89,9 +89,8 @@ std::string set_window(router_ptr self, const window_change& change) {
   auto n = change.size;
   s.limits.initial = n;
   std::optional<uint32_t> took;
-  for (auto& t : s.trainers) // every rank's window
-    if (t.window)
-      took = t.window->set_size(n, "set from the console");
+  if (s.window) // the group's: every rank's
+    took = s.window->set_size(n, "set from the console");
   if (!took)
     return "router.window will start at " + std::to_string(n);
   dispatch(self);

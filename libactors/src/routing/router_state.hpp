@@ -32,7 +32,7 @@ using clock_type = std::chrono::steady_clock;
 struct trainer_slot {
   trainer_actor actor;                   // null until it says hello
   caf::actor_addr given;                 // given this rank, hello or not
-  std::optional<inflight_window> window; // its own, adapting to its acks
+  uint32_t prefetch = 0; // its hello's: the least it wants in flight
   uint64_t heard_ns = 0; // its last credit, ack or `saved`
   bool gpu = false;      // its hello said it has a CUDA blur stage
   std::string node;
@@ -63,6 +63,9 @@ struct router_state {
   std::vector<uint64_t> worker_memory; // its machine's, 0: unknown
   std::unordered_map<caf::actor_addr, size_t> worker_index; // O(1) a report
   std::vector<trainer_slot> trainers; // by rank
+  // The group's in-flight window, each rank's (inflight_window says why
+  // one for the group): made when every rank is here, gone with a rank.
+  std::optional<inflight_window> window;
   // Trainers of a group told to stop when another rank was lost: their
   // exits are expected, not failures.
   std::set<caf::actor_addr> retired;
@@ -114,6 +117,10 @@ struct router_state {
   uint32_t world() const noexcept {
     return static_cast<uint32_t>(trainers.size());
   }
+
+  /// Makes the group's window once every rank is here: at least each
+  /// rank's prefetch, fed by every rank's acks.
+  void open_window();
 
   /// A trainer of every rank is here (nothing is leased before).
   bool group_complete() const;

@@ -32,9 +32,9 @@ void lose_trainer(router_ptr self, uint32_t rank, const std::string& why,
       }
       t.actor = nullptr;
       t.given = caf::actor_addr{};
-      t.window.reset();
       t.resume_seq = 0;
     }
+    st.window.reset();
     auto waiting = st.book.lose_trainer(st.now_ns());
     caf::aout(self) << "router: trainer rank " << rank << " on node '"
                     << slot.node << "' " << event
@@ -77,7 +77,7 @@ void lose_trainer(router_ptr self, uint32_t rank, const std::string& why,
   auto waiting = st.book.lose_trainer(st.now_ns());
   slot.actor = nullptr;
   slot.given = caf::actor_addr{};
-  slot.window.reset();
+  st.window.reset();
   caf::aout(self) << "router: " << reason << "; " << waiting
                   << " batch(es) not in its checkpoint wait for it; waiting "
                      "up to "
@@ -163,9 +163,8 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
   for (auto& t : st.trainers)
     hosts.push_back(t.host);
   st.table.set_trainer_hosts(std::move(hosts));
-  auto limits = st.limits;
-  limits.min = hello.prefetch;
-  slot.window.emplace(limits);
+  slot.prefetch = hello.prefetch;
+  st.open_window();
   if (st.world() > 1) {
     caf::aout(self) << "router: trainer rank " << hello.rank << " of "
                     << st.world() << " (node '" << hello.node << "') is here"
@@ -238,16 +237,16 @@ void on_ack(router_ptr self, const batch_ack& ack) {
   st.total_step_ns += ack.step_ns;
   ++st.period.acks;
   auto queued = st.table.outstanding_items(); // O(1): an ack per batch
-  if (slot.window) {
-    // The group's steps wait for its slowest rank: what another rank
-    // waited for data, this one waited at the all-reduce.
-    double group_idle = 0.0;
-    for (auto& other : st.trainers)
-      if (&other != &slot && other.window)
-        group_idle = std::max(group_idle, other.window->last_idle());
-    slot.window->set_group_idle(group_idle);
-    slot.window->on_ack(ack.wait_ns, ack.step_ns, queued, ack.backlog,
-                        st.table.alive_workers());
+  if (st.window) {
+    window_ack seen;
+    seen.wait_ns = ack.wait_ns;
+    seen.step_ns = ack.step_ns;
+    seen.collective_ns = ack.collective_ns;
+    seen.queued_items = queued;
+    seen.trainer_backlog = ack.backlog;
+    seen.live_workers = st.table.alive_workers();
+    seen.rank = ack.rank;
+    st.window->on_ack(seen);
   }
   dispatch(self);
   maybe_finish(self);

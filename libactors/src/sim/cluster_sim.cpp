@@ -70,6 +70,7 @@ struct event {
   uint64_t wait_ns = 0;
   uint64_t step_ns = 0;
   uint64_t backlog = 0;
+  uint64_t collective_ns = 0;
   uint64_t busy_ns = 0;
   uint64_t mailbox = 0;
 
@@ -95,14 +96,10 @@ struct trainer_sim {
   uint64_t stepped_ns = 0; // compute over the run
   uint64_t last_wait_ns = 0;
   uint64_t next_seq = 0;   // static split: the batch it must train next
-  inflight_window window;
   // What the router knows of it: a moving average of its period.
   double period_ns = 0.0;
   bool measured = false;
 
-  explicit trainer_sim(const window_limits& limits) : window(limits) {
-    // nop
-  }
 };
 
 class cluster_sim {
@@ -110,10 +107,12 @@ public:
   explicit cluster_sim(const sim_scenario& s)
     : s_(s),
       rng_(s.seed),
+      ack_order_(s.seed ^ 0x2545f4914f6cdd1dULL),
       table_(s.static_split ? routing_policy::round_robin : s.policy,
              ns_of_seconds(3e-3 * static_cast<double>(s.router.report_interval.count())),
              s.seed ^ 0x5bd1e995ULL),
-      ledger_(s.batches * s.batch_size, 1) {
+      ledger_(s.batches * s.batch_size, 1),
+      window_(limits_of(s)) {
     step_ns_ = ns_of_seconds(s.step_ms * 1e-3);
     allreduce_ns_ = ns_of_seconds(s.allreduce_ms * 1e-3);
     latency_ns_ = ns_of_seconds(s.latency_us * 1e-6);
@@ -122,18 +121,9 @@ public:
       1'000'000);
     transfer_ns_ = ns_of_seconds(static_cast<double>(s.batch_bytes) * 8.0
                                  / (s.bandwidth_gbps * 1e9));
-    window_limits limits;
-    limits.initial = s.static_split
-                       ? s.static_prefetch * static_cast<uint32_t>(
-                           sim_workers_of(s).size())
-                       : s.router.window;
-    limits.min = s.static_split ? limits.initial : s.prefetch;
-    limits.max_bytes = s.static_split ? ~uint64_t{0} : s.router.max_inflight_bytes;
-    limits.batch_bytes = std::max<uint64_t>(s.batch_bytes, 1);
-    limits.idle_target = s.router.idle_target;
     std::vector<std::string> hosts;
     for (uint32_t r = 0; r < s.trainers; ++r) {
-      trainers_.emplace_back(limits);
+      trainers_.emplace_back();
       hosts.push_back("gpu-" + std::to_string(r));
       book_.set_trainer_host(r, hosts.back());
     }
@@ -159,6 +149,22 @@ public:
     book_.add_pending(std::move(items));
     book_.add_pending({});
     ready_for_.assign(s.trainers, false);
+  }
+
+  // The group's window (every rank has this many in flight), decided
+  // over `period` steps of the group: every rank's ack feeds it.
+  static window_limits limits_of(const sim_scenario& s) {
+    window_limits limits;
+    limits.initial = s.static_split
+                       ? s.static_prefetch * static_cast<uint32_t>(
+                           sim_workers_of(s).size())
+                       : s.router.window;
+    limits.min = s.static_split ? limits.initial : s.prefetch;
+    limits.max_bytes = s.static_split ? ~uint64_t{0} : s.router.max_inflight_bytes;
+    limits.batch_bytes = std::max<uint64_t>(s.batch_bytes, 1);
+    limits.idle_target = s.router.idle_target;
+    limits.ranks = std::max<uint32_t>(s.trainers, 1);
+    return limits;
   }
 
   sim_result run() {
@@ -245,7 +251,7 @@ private:
     std::vector<rank_budget> budgets;
     for (auto& t : trainers_)
       budgets.push_back(rank_budget{
-        t.window.size(),
+        window_.size(),
         t.measured ? static_cast<uint64_t>(t.period_ns) : uint64_t{0}});
     send_leases(book_.lease(table_, budgets, now_).orders);
   }
@@ -369,7 +375,7 @@ private:
     auto& t = trainers_[r];
     t.stepping = false;
     t.stepped_ns += step_ns_;
-    pending_acks_.push_back({r, batch});
+    pending_acks_.push_back(stepped{r, batch, now_});
     ready_for_[r] = true;
     // The group steps together: the all-reduce starts when the last rank
     // is done computing.
@@ -377,12 +383,22 @@ private:
         < static_cast<long>(s_.trainers))
       return;
     auto done = now_ + (s_.trainers > 1 ? allreduce_ns_ : 0);
-    for (auto& [rank, b] : pending_acks_) {
+    // Every rank acknowledges when the collective ends, at the same time:
+    // which ack the router reads first is down to the network, not to
+    // which rank finished its step first (that order would give the rank
+    // that waited least the first lease again every step). The ranks take
+    // turns at going first.
+    // Fisher-Yates with the ack-order stream.
+    for (size_t i = pending_acks_.size(); i > 1; --i)
+      std::swap(pending_acks_[i - 1],
+                pending_acks_[ack_order_.next() % i]);
+    for (auto& [rank, b, ended] : pending_acks_) {
       auto& tr = trainers_[rank];
       event ack;
       ack.batch = b;
       ack.wait_ns = tr.last_wait_ns;
       ack.step_ns = step_ns_;
+      ack.collective_ns = done - ended;
       ack.backlog = tr.ready.size();
       schedule(done + latency_ns_, event_kind::ack_arrives, rank, ack);
     }
@@ -409,15 +425,15 @@ private:
                                      * t.period_ns
                              : x;
     t.measured = true;
-    // The group's steps wait for its slowest rank: what the others waited
-    // for data, this rank waited at the all-reduce.
-    double group_idle = 0.0;
-    for (uint32_t r = 0; r < trainers_.size(); ++r)
-      if (r != e.who)
-        group_idle = std::max(group_idle, trainers_[r].window.last_idle());
-    t.window.set_group_idle(group_idle);
-    t.window.on_ack(e.wait_ns, e.step_ns, table_.outstanding_items(),
-                    e.backlog, table_.alive_workers());
+    window_ack seen;
+    seen.wait_ns = e.wait_ns;
+    seen.step_ns = e.step_ns;
+    seen.collective_ns = e.collective_ns;
+    seen.queued_items = table_.outstanding_items();
+    seen.trainer_backlog = e.backlog;
+    seen.live_workers = table_.alive_workers();
+    seen.rank = e.who;
+    window_.on_ack(seen);
     dispatch();
   }
 
@@ -482,7 +498,7 @@ private:
     out.missing = ledger_.missing();
     out.duplicates = ledger_.duplicates();
     out.workers_lost = workers_lost_;
-    out.final_window = trainers_.front().window.size();
+    out.final_window = window_.size();
     out.events = processed_;
     for (auto& w : workers_)
       out.worker_samples.push_back(w.samples);
@@ -491,14 +507,21 @@ private:
 
   const sim_scenario& s_;
   sim_random rng_;
+  sim_random ack_order_; // its own stream: the other draws as before
   routing_table table_;
   lease_book book_;
   delivery_ledger ledger_;
   std::vector<worker_sim> workers_;
   std::vector<trainer_sim> trainers_;
+  inflight_window window_;
   std::vector<uint64_t> link_free_;
   std::vector<bool> ready_for_;
-  std::vector<std::pair<uint32_t, uint64_t>> pending_acks_;
+  struct stepped {
+    uint32_t rank = 0;
+    uint64_t batch = 0;
+    uint64_t ended_ns = 0; // its own step's end: it waits for the group
+  };
+  std::vector<stepped> pending_acks_;
   batch_id_set trained_ids_;
   std::priority_queue<event, std::vector<event>, std::greater<>> events_;
   std::set<uint32_t> doomed_;
@@ -512,6 +535,7 @@ private:
   uint64_t tick_ns_ = 0;
   uint64_t transfer_ns_ = 0;
   uint64_t group_free_at_ = 0;
+
   uint64_t last_step_end_ = 0;
   uint64_t samples_trained_ = 0;
   uint64_t leases_ = 0;
