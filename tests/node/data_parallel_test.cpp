@@ -392,4 +392,51 @@ BOOST_AUTO_TEST_CASE(a_slow_rank_is_named_and_the_other_waits_for_it) {
   std::remove(report.c_str());
 }
 
+// Two ranks fed by two workers, one 3x slower, both too slow for the
+// ranks (workers short): the ranks share one in-flight window and wait for
+// data alike. With a window per rank, one rank's window ran wider and the
+// other waited 1.4-4x as long per step (tools/bench-router's group-short).
+BOOST_AUTO_TEST_CASE(two_ranks_short_of_workers_wait_for_data_alike) {
+  auto report = tmp_path("dp-short.json");
+  std::vector<std::string> node = {"--trainer.device=sim",
+                                   "--pipeline.height=128",
+                                   "--pipeline.width=128"};
+  auto head_args = node;
+  head_args.insert(head_args.end(),
+                   {"--cluster.nodes=[\"t-a:trainer\", \"t-b:trainer\", "
+                    "\"w-a:worker:1\", \"w-b:worker:1\"]",
+                    "--pipeline.dataset-size=24000",
+                    "--pipeline.batch-size=16", "--trainer.sim-step-ms=1",
+                    "--report=" + report});
+  auto head = start_head("dp-short", head_args);
+  auto ta = start_member(head.at, "dp-short", "trainer", "t-a", node);
+  auto tb = start_member(head.at, "dp-short", "trainer", "t-b", node);
+  auto wa = start_member(head.at, "dp-short", "worker", "w-a", node);
+  auto slow = node;
+  slow.push_back("--worker.slowdown=3");
+  auto wb = start_member(head.at, "dp-short", "worker", "w-b", slow);
+  BOOST_TEST(wait_exit(head.proc, 120s) == 0, read_file(head.proc.log));
+  for (auto* c : {&ta, &tb, &wa, &wb})
+    wait_exit(*c, 20s);
+  auto json = read_file(report);
+  std::regex rank{R"re("rank": (\d), [^}]*"idle_fraction": ([0-9.e-]+), [^}]*"data_wait_ms_per_step": ([0-9.e-]+))re"};
+  std::vector<double> idle(2, -1.0);
+  std::vector<double> wait(2, -1.0);
+  for (std::sregex_iterator i{json.begin(), json.end(), rank}, end; i != end;
+       ++i) {
+    auto r = std::stoul((*i)[1]);
+    idle.at(r) = std::stod((*i)[2]);
+    wait.at(r) = std::stod((*i)[3]);
+  }
+  // The workers are what the ranks wait for: both wait a good share.
+  BOOST_TEST(idle[0] > 0.05, json);
+  BOOST_TEST(idle[1] > 0.05, json);
+  auto [lo, hi] = std::minmax(wait[0], wait[1]);
+  BOOST_TEST(hi / lo <= 1.5, "data wait per step " << wait[0] << " ms and "
+                                << wait[1] << " ms; " << json);
+  BOOST_TEST(report_number(json, "missing") == 0);
+  BOOST_TEST(report_number(json, "duplicates") == 0);
+  std::remove(report.c_str());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
