@@ -302,7 +302,9 @@ std::vector<option_decl> make_table() {
              pipe_at<&P::router, &router_spec::max_inflight_bytes>, 1, i64_max,
              "the window's ceiling, in bytes of batches")
     .real("idle-target", pipe_at<&P::router, &router_spec::idle_target>, 0.0,
-          1.0, "trainer idle fraction above which the window widens")
+          1.0,
+          "trainer idle fraction (a data-parallel group's: its steps' wait "
+          "for data) above which the window widens")
     .duration("report-interval",
               pipe_at<&P::router, &router_spec::report_interval>,
               "how often workers report between items")

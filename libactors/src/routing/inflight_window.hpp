@@ -49,9 +49,10 @@ struct window_ack {
 /// in front of it after some step, and it waited) and the workers have
 /// room (fewer items leased and not made than two per live worker: one in
 /// the making and one queued each), it widens the window by a quarter (at
-/// least one; a group's by one, as that is a batch more on every rank). Where every worker already holds work the workers are what
-/// the trainers wait for, and more leases would only queue: memory,
-/// latency, and more to re-lease when a worker dies. When the exposed idle
+/// least one; a group's by one, as that is a batch more on every rank).
+/// Where every worker already holds work the workers are what the
+/// trainers wait for, and more leases would only queue: memory, latency,
+/// and more to re-lease when a worker dies. When the exposed idle
 /// is under a quarter of the target while batches queued up in front of
 /// every trainer (two or more at each ack) or, for a trainer of its own,
 /// the workers' queues grew, it narrows by one: more leases would only
@@ -77,7 +78,7 @@ public:
   void on_ack(const window_ack& ack);
 
   /// The trainer's own data wait over the last decided period, as a
-  /// fraction of its time.
+  /// fraction of its time (a group's: its ranks' together).
   double last_idle() const noexcept { return last_idle_; }
 
   /// The exposed idle fraction of the last decided period (what the rule
