@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(topology_entries_parse_and_bad_ones_are_named) {
 
 BOOST_AUTO_TEST_CASE(membership_names_who_is_missing) {
   stoker::membership m{{"t", "a", "b"}};
-  auto joins = [&](const std::string& name) { return !m.join(name); };
+  auto joins = [&](const std::string& name) { return !m.join(name, 0); };
   BOOST_TEST(joins("a"));
   BOOST_TEST(joins("late")); // not expected, still welcome
   BOOST_TEST(!joins("a"));   // a second node of the same name is not
@@ -101,13 +101,13 @@ BOOST_AUTO_TEST_CASE(membership_names_who_is_missing) {
   BOOST_TEST(m.complete());
 }
 
-// A node is silent once it answered a ping and then none for the
-// timeout; said once per silence, and never before its first answer.
+// A node is silent once it has answered no ping for the timeout since it
+// joined or last answered; said once per silence.
 BOOST_AUTO_TEST_CASE(membership_says_once_which_node_went_silent) {
   stoker::membership m{{"a", "b"}};
-  BOOST_REQUIRE(!m.join("a"));
-  BOOST_REQUIRE(!m.join("b"));
-  BOOST_TEST(m.newly_silent(100'000, 5000).empty()); // none answered yet
+  BOOST_REQUIRE(!m.join("a", 0));
+  BOOST_REQUIRE(!m.join("b", 0));
+  BOOST_TEST(m.newly_silent(4000, 5000).empty());
   m.heard("a", 1000);
   m.heard("b", 1000);
   m.heard("a", 5000);
@@ -121,6 +121,20 @@ BOOST_AUTO_TEST_CASE(membership_says_once_which_node_went_silent) {
   BOOST_TEST(m.newly_silent(10'500, 5000).size() == 1u); // "a" now
   m.leave("b");
   BOOST_TEST(m.newly_silent(20'000, 5000).empty());
+}
+
+// A node stopped before it answered its first ping (a rank stopped early
+// in a run) is named all the same, its silence counted from its join.
+BOOST_AUTO_TEST_CASE(membership_names_a_node_that_never_answered) {
+  stoker::membership m{{"t-a", "t-b"}};
+  BOOST_REQUIRE(!m.join("t-a", 1000));
+  BOOST_REQUIRE(!m.join("t-b", 1200));
+  m.heard("t-a", 1400);
+  m.heard("t-a", 6000);
+  auto quiet = m.newly_silent(6300, 5000);
+  BOOST_REQUIRE(quiet.size() == 1u);
+  BOOST_TEST(quiet[0].name == "t-b");
+  BOOST_TEST(quiet[0].silent_ms == 5100);
 }
 
 BOOST_AUTO_TEST_CASE(launched_cluster_delivers_every_sample_once) {

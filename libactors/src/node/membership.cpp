@@ -15,13 +15,14 @@ bool membership::contains(const std::string& name) const {
   return std::find(joined_.begin(), joined_.end(), name) != joined_.end();
 }
 
-caf::error membership::join(const std::string& name) {
+caf::error membership::join(const std::string& name, int64_t now_ms) {
   if (contains(name))
     return make_error(errc::invalid_config,
                       "a node named '" + name
                         + "' has already joined; expected a unique "
                           "--node.name per node");
   joined_.push_back(name);
+  heard(name, now_ms);
   return caf::none;
 }
 

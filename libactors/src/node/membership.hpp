@@ -16,9 +16,12 @@ class membership {
 public:
   explicit membership(std::vector<std::string> expected);
 
-  /// Records that `name` joined; errc::invalid_config if a node of that
-  /// name is already in (two nodes must not share a name).
-  caf::error join(const std::string& name);
+  /// Records that `name` joined at `now_ms`; errc::invalid_config if a
+  /// node of that name is already in (two nodes must not share a name).
+  /// Its silence is judged from here: a node joins once its setup is done
+  /// (its data opened, its model loaded), and its main thread answers the
+  /// head's pings from then on.
+  caf::error join(const std::string& name, int64_t now_ms);
 
   /// Records that `name` left (its process is gone): a new node of that
   /// name may join, e.g. a restarted trainer.
@@ -38,11 +41,13 @@ public:
   /// monotonic clock in milliseconds).
   void heard(const std::string& name, int64_t now_ms);
 
-  /// A node that answered a ping once and none since for over `limit_ms`,
-  /// and how long: each silence is said once (until the node is heard
-  /// again). A node that never answered yet (still starting: opening its
-  /// data, loading a model) is not judged. A process stopped with
-  /// kill -STOP keeps its connections open, so only silence tells.
+  /// A node that has not answered a ping for over `limit_ms` since it
+  /// joined or last answered, and how long: each silence is said once
+  /// (until the node is heard again). A node stopped before its first
+  /// answer counts too: a rank stopped early in a run otherwise went
+  /// unnamed, and the other ranks waited for it until their collective
+  /// timed out. A process stopped with kill -STOP keeps its connections
+  /// open, so only silence tells.
   struct silence {
     std::string name;
     int64_t silent_ms = 0;

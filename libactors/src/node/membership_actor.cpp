@@ -60,7 +60,7 @@ welcome welcome_of(membership_ptr self) {
 
 void joined(membership_ptr self, const std::string& node) {
   auto& st = self->state;
-  if (auto err = st.members.join(node)) {
+  if (auto err = st.members.join(node, now_ms())) {
     std::cout << "head: " << describe(err) << std::endl;
     return;
   }
