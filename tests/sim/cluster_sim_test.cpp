@@ -117,12 +117,13 @@ BOOST_AUTO_TEST_CASE(least_loaded_gets_near_the_sum_where_round_robin_waits_for_
   BOOST_TEST(ll.worker_samples[0] > 2 * ll.worker_samples[1]);
 }
 
-BOOST_AUTO_TEST_CASE(a_data_parallel_group_keeps_its_windows_while_one_rank_waits) {
+BOOST_AUTO_TEST_CASE(a_data_parallel_group_keeps_its_window_while_one_rank_waits) {
   // 16 ranks step together, fed by 200 workers of 10-100 samples/s (1.5x
   // what the ranks take). A rank ahead of the others waits at the
   // all-reduce with batches queued; read alone that narrowed its window to
-  // 5, and the group ran at 0.68 of what it can take. Held while another
-  // rank waits for data, the group gets near 0.9.
+  // 5, and the group ran at 0.68 of what it can take; a window per rank
+  // held while another rank waited gave 0.90. The group's one window,
+  // on its steps' exposed wait, gives 0.96.
   sim_scenario s;
   s.workers = 200;
   s.worker_rate_sps = 100.0;
@@ -134,7 +135,7 @@ BOOST_AUTO_TEST_CASE(a_data_parallel_group_keeps_its_windows_while_one_rank_wait
   auto r = simulate_cluster(s);
   BOOST_REQUIRE(r.completed);
   double demand = 16.0 * static_cast<double>(s.batch_size) / 0.050;
-  BOOST_TEST(r.throughput_sps > 0.85 * demand, r.throughput_sps);
+  BOOST_TEST(r.throughput_sps > 0.93 * demand, r.throughput_sps);
   BOOST_TEST(r.idle_mean < 0.02, r.idle_mean);
   BOOST_TEST(r.missing == 0u);
   BOOST_TEST(r.duplicates == 0u);
