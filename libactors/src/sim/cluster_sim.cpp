@@ -99,7 +99,6 @@ struct trainer_sim {
   // What the router knows of it: a moving average of its period.
   double period_ns = 0.0;
   bool measured = false;
-
 };
 
 class cluster_sim {
@@ -386,9 +385,9 @@ private:
     // Every rank acknowledges when the collective ends, at the same time:
     // which ack the router reads first is down to the network, not to
     // which rank finished its step first (that order would give the rank
-    // that waited least the first lease again every step). The ranks take
-    // turns at going first.
-    // Fisher-Yates with the ack-order stream.
+    // that waited least the first lease again every step). They come in
+    // a random order: Fisher-Yates on a stream of its own, so every other
+    // draw of a seed stays as it was.
     for (size_t i = pending_acks_.size(); i > 1; --i)
       std::swap(pending_acks_[i - 1],
                 pending_acks_[ack_order_.next() % i]);
