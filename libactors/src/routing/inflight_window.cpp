@@ -20,10 +20,8 @@ inflight_window::inflight_window(const window_limits& limits)
   limits_.min = std::max<uint32_t>(limits_.min, 1);
   limits_.period = std::max<uint32_t>(limits_.period, 1);
   limits_.ranks = std::max<uint32_t>(limits_.ranks, 1);
-  if (limits_.ranks > 1) {
+  if (limits_.ranks > 1)
     limits_.period *= limits_.ranks * group_periods;
-    quiet_needed_ = 2;
-  }
   collective_.resize(limits_.ranks);
   auto by_bytes = limits_.max_bytes / std::max<uint64_t>(limits_.batch_bytes, 1);
   max_ = static_cast<uint32_t>(
@@ -83,6 +81,7 @@ void inflight_window::decide(uint64_t queued_items, uint64_t live_workers) {
   backlog_ = UINT64_MAX;
   wait_ns_ = step_ns_ = 0;
   queued_at_last_decision_ = queued_items;
+  const uint32_t quiet_needed = limits_.ranks > 1 ? group_quiet_periods : 1;
   auto before = size_;
   std::string why;
   // Widen only if the trainer ran dry (no batch in front of it after some
@@ -117,12 +116,12 @@ void inflight_window::decide(uint64_t queued_items, uint64_t live_workers) {
       why += " (at router.max-inflight-bytes)";
   } else if (quiet
              && (exposed >= limits_.idle_target / 4
-                 || quiet_streak_ < quiet_needed_)) {
+                 || quiet_streak_ < quiet_needed)) {
     ++held_group_waited_;
   } else if (quiet) {
     size_ -= 1;
     why = limits_.ranks > 1 ? "no rank waited (idle " + percent(idle)
-                                + ") in " + std::to_string(quiet_needed_)
+                                + ") in " + std::to_string(quiet_needed)
                                 + " periods while "
                             : "trainer never waited (idle " + percent(idle)
                                 + ") while ";

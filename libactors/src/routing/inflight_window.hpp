@@ -69,8 +69,10 @@ struct window_ack {
 /// thread-safe.
 class inflight_window {
 public:
-  /// A group decides over this many times `period` of its steps.
+  /// A group decides over this many times `period` of its steps, and
+  /// narrows only after this many quiet periods in a row.
   static constexpr uint32_t group_periods = 3;
+  static constexpr uint32_t group_quiet_periods = 2;
 
   explicit inflight_window(const window_limits& limits);
 
@@ -116,8 +118,7 @@ private:
   uint64_t backlog_ = UINT64_MAX; // least trainer backlog in the period
   double last_idle_ = 0.0;
   double last_exposed_ = 0.0;
-  uint32_t quiet_streak_ = 0;  // quiet periods in a row (exposed idle low)
-  uint32_t quiet_needed_ = 1;  // before it narrows: 2 for a group
+  uint32_t quiet_streak_ = 0; // quiet periods in a row (exposed idle low)
 
   window_limits limits_;
   uint32_t size_;

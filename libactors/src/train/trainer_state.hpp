@@ -1,8 +1,8 @@
 #pragma once
 
-// The trainer actor's state, shared by trainer_actor.cpp (batches, steps,
-// phases) and trainer_group.cpp (the data-parallel group and
-// checkpoints). Internal.
+// The trainer actor's state, shared by trainer_actor.cpp (the actor),
+// trainer_batches.cpp (batches, steps, phases) and trainer_group.cpp (the
+// data-parallel group and checkpoints). Internal.
 
 #include <chrono>
 #include <cstdint>
@@ -150,6 +150,15 @@ bool save_checkpoint(trainer_ptr self, const router_actor& router);
 /// A group's checkpoint: every rank's cursor to rank 0, which writes them
 /// with the model; false (after quitting) if it cannot.
 bool save_group_checkpoint(trainer_ptr self, const router_actor& router);
+
+/// A batch from a worker: checked, then run when its phase and its turn
+/// come (trainer_batches.cpp). On the trainer's thread.
+void on_batch(trainer_ptr self, image_batch& batch);
+
+/// Finishes, in order, the steps of the engine's that ended (a loop's),
+/// with the batches that ran behind them, then runs what waited for a
+/// phase they ended (trainer_batches.cpp).
+void finish_ended(trainer_ptr self);
 
 /// Joins the group `g` names (world > 1: blocks the trainer's thread until
 /// every rank is there, and takes rank 0's checkpoint when the group
