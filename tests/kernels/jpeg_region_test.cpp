@@ -317,6 +317,65 @@ BOOST_AUTO_TEST_CASE(planes_hold_the_same_numbers_as_the_interleaved_image) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(the_simd_resample_gives_the_portable_bits_at_every_edge) {
+  // Boxes that shrink, enlarge, touch the right and bottom edges, start
+  // at a fraction or are one pixel wide; outputs whose width is not a
+  // multiple of the eight pixels the AVX2 pass makes at once.
+  auto bytes = encode(photo_like(240, 320));
+  auto best = best_simd_path();
+  BOOST_TEST_MESSAGE("comparing the portable path with "
+                     << (best == simd_path::portable ? "itself (no AVX2)"
+                                                     : "the AVX2 path"));
+  int compared = 0;
+  for (bool gray : {false, true})
+    for (cv::Rect2d box : {cv::Rect2d{10, 20, 300, 200},
+                           cv::Rect2d{100, 60, 57, 41},
+                           cv::Rect2d{250, 180, 70, 60},
+                           cv::Rect2d{0.5, 3.25, 180.5, 99.75},
+                           cv::Rect2d{319, 0, 1, 240}})
+      for (cv::Size out : {cv::Size{224, 224}, cv::Size{37, 29},
+                           cv::Size{8, 1}})
+        for (bool flip : {false, true}) {
+          auto r = decode_jpeg_region(bytes, box, out.width, out.height,
+                                      gray);
+          BOOST_REQUIRE(r);
+          pixel_finish finish;
+          finish.flip = flip;
+          finish.mean = {0.485f, 0.456f, 0.406f};
+          finish.stddev = {0.229f, 0.224f, 0.225f};
+          auto n = static_cast<size_t>(r->pixels.channels() * out.area());
+          std::vector<float> portable(n, -7.0f);
+          std::vector<float> fast(n, -9.0f);
+          resample_region_planes(*r, out.width, out.height, finish,
+                                 portable.data(), simd_path::portable);
+          resample_region_planes(*r, out.width, out.height, finish,
+                                 fast.data(), best);
+          BOOST_TEST(portable == fast, "box " << box << " to " << out
+                                              << (flip ? ", flipped" : "")
+                                              << (gray ? ", gray" : ""));
+          ++compared;
+        }
+  BOOST_TEST(compared == 60);
+}
+
+BOOST_AUTO_TEST_CASE(a_box_at_the_images_corner_resamples_like_opencv) {
+  // The last column and row have no neighbour after them: the taps clamp
+  // there as cv::resize's do, and nothing past the image is read.
+  auto bytes = encode(photo_like(240, 320));
+  auto full = full_decode(bytes);
+  cv::Rect box{200, 150, 120, 90}; // to the right and bottom edges
+  for (cv::Size out : {cv::Size{224, 224}, cv::Size{61, 45}}) {
+    auto r = decode_jpeg_region(bytes, box, out.width, out.height, false);
+    BOOST_REQUIRE(r);
+    cv::Mat want, want_f;
+    cv::resize(full(box), want, out, 0, 0, cv::INTER_LINEAR);
+    want.convertTo(want_f, CV_32F, 1.0 / 255.0);
+    auto got = resample_region(*r, out.width, out.height);
+    BOOST_TEST(max_abs_diff(got, want_f) <= 1.0 / 255.0,
+               out << ": " << max_abs_diff(got, want_f) * 255 << " levels");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(on_real_photos_a_reduced_decode_is_within_40_db_of_the_reference) {
   // python3-skimage's photos (tools/setup installs them) as JPEGs of
   // quality 90; boxes the decoder reduces by 1/8 to 4/8; against the full

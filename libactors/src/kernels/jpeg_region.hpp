@@ -13,6 +13,8 @@
 #include <caf/expected.hpp>
 #include <opencv2/core.hpp>
 
+#include "stoker/counter_rng.hpp"
+
 namespace stoker {
 
 /// What a JPEG's header says, read without decoding a pixel.
@@ -77,13 +79,14 @@ struct pixel_finish {
 /// The region's box resampled to `out_w` x `out_h` float32 pixels,
 /// finished by `finish` in the same pass. At full scale (M = 8): bilinear
 /// with half-pixel centres, output pixel x sampling the box at
-/// box.x + (x + 0.5) * box.width / out_w - 0.5, as cv::resize and the
-/// unfused chain's resize map them; a box of whole pixels is resized by
-/// cv::resize (the unfused chain's numbers), a fractional one is not
-/// rounded to 8 bits (within one level of the unfused). Reduced (M < 8,
-/// the box then at least twice the output): torchvision's antialiased
-/// bilinear (a triangle filter as wide as the shrink, taps clamped to the
-/// box), which the full decode resized the same way matches to 40 dB.
+/// box.x + (x + 0.5) * box.width / out_w - 0.5 (clamped to the box), as
+/// cv::resize and the unfused chain's resize map them, in float and not
+/// rounded to 8 bits: within one level of the unfused chain. Reduced
+/// (M < 8, the box then at least twice the output): torchvision's
+/// antialiased bilinear (a triangle filter as wide as the shrink, taps
+/// clamped to the box), which the full decode resized the same way
+/// matches to 40 dB. The same numbers on every CPU (the AVX2 path does
+/// each element's operations in the portable path's order).
 cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
                         const pixel_finish& finish = {});
 
@@ -93,5 +96,11 @@ cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
 /// layout. The same numbers as resample_region().
 void resample_region_planes(const jpeg_region& r, int out_w, int out_h,
                             const pixel_finish& finish, float* planes);
+
+/// As above through the code path `path` (which the CPU must support;
+/// for tests that compare the paths).
+void resample_region_planes(const jpeg_region& r, int out_w, int out_h,
+                            const pixel_finish& finish, float* planes,
+                            simd_path path);
 
 } // namespace stoker

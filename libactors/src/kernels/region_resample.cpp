@@ -9,7 +9,12 @@
 #include <vector>
 
 #include <opencv2/core.hpp>
-#include <opencv2/imgproc.hpp>
+
+#if defined(__x86_64__)
+#  include <immintrin.h>
+#endif
+
+#include "stoker/counter_rng.hpp"
 
 namespace stoker {
 
@@ -82,107 +87,164 @@ struct float_image {
   }
 };
 
+// The full-scale bilinear resample, in two passes over float rows (the
+// arithmetic of a per-pixel bilinear, in the same order, so the same
+// numbers): along x, each source row the output needs is lerped once into
+// a row per channel, already in output order (mirrored with the flip:
+// the taps are reversed); along y, two such rows are blended and
+// finished, contiguous, into the output's rows. The x pass of three
+// channels is the costly one (cv::resize, cv::split and the finish it
+// replaced took 90 us of a worker's 430 per ImageNet-sized photo); its
+// AVX2 twin lerps two pixels a register from unaligned loads and
+// transposes four registers into eight pixels per channel (AVX2 gathers
+// ran 2.5x slower here on Zen 5), with the same operations per element.
+struct bilinear_plan {
+  taps xs;                  // in output order
+  taps ys;
+  int first_column = 0;     // the first source column any tap reads
+  int columns = 0;          // how many from there (the widened row)
+  std::vector<int> offsets; // per output x: (xs.lo - first_column) * C
+};
+
 template <int C>
-void resample_rows(const cv::Mat& src, const taps& xs, const taps& ys,
-                   const pixel_finish& finish, const float_image& out) {
+bilinear_plan bilinear_for(const cv::Mat& src, const cv::Rect2d& b,
+                           int out_w, int out_h, bool flip) {
+  bilinear_plan p;
+  p.xs = taps_for(b.x, b.width, out_w, src.cols);
+  p.ys = taps_for(b.y, b.height, out_h, src.rows);
+  p.first_column = p.xs.lo.front();
+  p.columns = std::min(p.xs.lo.back() + 2, src.cols) - p.first_column;
+  if (flip) {
+    std::reverse(p.xs.lo.begin(), p.xs.lo.end());
+    std::reverse(p.xs.w.begin(), p.xs.w.end());
+  }
+  p.offsets.resize(p.xs.lo.size());
+  for (size_t x = 0; x < p.offsets.size(); ++x)
+    p.offsets[x] = (p.xs.lo[x] - p.first_column) * C;
+  return p;
+}
+
+// Bytes to floats (vectorized per clone; exact either way).
+__attribute__((target_clones("avx2", "default"), noinline)) void
+widen_row(const uint8_t* in, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = static_cast<float>(in[i]);
+}
+
+// One widened row along x into one row per channel: out_c[x] =
+// f[o + c] + w[x] * (f[o + C + c] - f[o + c]), o = offsets[x]. Where a
+// tap is clamped to the last column its weight is 0, so the pixel after
+// it (zeros past the row) adds nothing. The portable twin.
+template <int C>
+void lerp_along_x(const float* f, const int* offsets, const float* w,
+                  int n, float* const* out) {
+  for (int x = 0; x < n; ++x) {
+    const float* p = f + offsets[x];
+    for (int c = 0; c < C; ++c)
+      out[c][x] = p[c] + w[x] * (p[C + c] - p[c]);
+  }
+}
+
+#if defined(__x86_64__)
+// The AVX2 twin for three channels. Each register holds pixel x + k in
+// its low half and x + k + 4 in its high half as [R G B -], loaded
+// unaligned (the fourth lane reads the next value or the row's zero
+// padding and is dropped); four registers transpose into R, G and B of
+// eight pixels.
+__attribute__((target("avx2"))) void
+lerp_along_x_rgb_avx2(const float* f, const int* offsets, const float* w,
+                      int n, float* const* out) {
+  int x = 0;
+  for (; x + 8 <= n; x += 8) {
+    __m256 r[4];
+    for (int k = 0; k < 4; ++k) {
+      const float* p = f + offsets[x + k];
+      const float* q = f + offsets[x + k + 4];
+      __m256 a = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(p)),
+                                      _mm_loadu_ps(q), 1);
+      __m256 b = _mm256_insertf128_ps(
+        _mm256_castps128_ps256(_mm_loadu_ps(p + 3)), _mm_loadu_ps(q + 3), 1);
+      __m256 wv = _mm256_insertf128_ps(
+        _mm256_castps128_ps256(_mm_broadcast_ss(w + x + k)),
+        _mm_broadcast_ss(w + x + k + 4), 1);
+      r[k] = _mm256_add_ps(a, _mm256_mul_ps(wv, _mm256_sub_ps(b, a)));
+    }
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]); // R0 R1 G0 G1 | R4 R5 G4 G5
+    __m256 t1 = _mm256_unpackhi_ps(r[0], r[1]); // B0 B1 - - | B4 B5 - -
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]);
+    __m256 t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    _mm256_storeu_ps(out[0] + x, _mm256_shuffle_ps(t0, t2, 0x44));
+    _mm256_storeu_ps(out[1] + x, _mm256_shuffle_ps(t0, t2, 0xEE));
+    _mm256_storeu_ps(out[2] + x, _mm256_shuffle_ps(t1, t3, 0x44));
+  }
+  float* const rest[3] = {out[0] + x, out[1] + x, out[2] + x};
+  lerp_along_x<3>(f, offsets + x, w + x, n - x, rest);
+}
+#endif
+
+// Along y, finished: out[i] = (top + wy * (bottom - top)) * scale + shift.
+__attribute__((target_clones("avx2", "default"), noinline)) void
+blend_rows(const float* top, const float* bottom, float wy, float scale,
+           float shift, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = (top[i] + wy * (bottom[i] - top[i])) * scale + shift;
+}
+
+template <int C>
+void resample_bilinear(const cv::Mat& src, const cv::Rect2d& box,
+                       const pixel_finish& finish, const float_image& out,
+                       simd_path path) {
   const finish_of<C> fin{finish};
   const int out_w = out.cols;
-  const size_t cs = out.channel_stride;
-  std::vector<int> a(static_cast<size_t>(out_w));
-  std::vector<int> b(static_cast<size_t>(out_w));
-  for (size_t x = 0; x < a.size(); ++x) {
-    a[x] = xs.lo[x] * C;
-    b[x] = xs.hi[x] * C;
-  }
+  const auto n = static_cast<size_t>(out_w);
+  auto p = bilinear_for<C>(src, box, out_w, out.rows, finish.flip);
+  // The widened row: a pixel and a float more, zeros (see lerp_along_x).
+  std::vector<float> wide(static_cast<size_t>(p.columns + 1) * C + 1, 0.0f);
+  // Two source rows along x (C rows each), keyed by the source row.
+  std::vector<float> along_x(2 * C * n);
+  int held[2] = {-1, -1};
+  const bool avx2 = C == 3 && path != simd_path::portable;
+  auto row = [&](int r) -> const float* {
+    float* rows = along_x.data() + static_cast<size_t>(r & 1) * C * n;
+    if (held[r & 1] == r)
+      return rows;
+    widen_row(src.ptr<uint8_t>(r) + static_cast<size_t>(p.first_column) * C,
+              wide.data(), static_cast<size_t>(p.columns) * C);
+    float* per_channel[C];
+    for (int c = 0; c < C; ++c)
+      per_channel[c] = rows + static_cast<size_t>(c) * n;
+#if defined(__x86_64__)
+    if (avx2)
+      lerp_along_x_rgb_avx2(wide.data(), p.offsets.data(), p.xs.w.data(),
+                            out_w, per_channel);
+    else
+#endif
+      lerp_along_x<C>(wide.data(), p.offsets.data(), p.xs.w.data(), out_w,
+                      per_channel);
+    held[r & 1] = r;
+    return rows;
+  };
+  std::vector<float> blended(out.pixel_stride == 1 ? 0 : n);
   for (int y = 0; y < out.rows; ++y) {
     auto yi = static_cast<size_t>(y);
-    const uint8_t* top = src.ptr<uint8_t>(ys.lo[yi]);
-    const uint8_t* bottom = src.ptr<uint8_t>(ys.hi[yi]);
-    const float wy = ys.w[yi];
-    for (int x = 0; x < out_w; ++x) {
-      auto xi = static_cast<size_t>(x);
-      const uint8_t* t0 = top + a[xi];
-      const uint8_t* t1 = top + b[xi];
-      const uint8_t* b0 = bottom + a[xi];
-      const uint8_t* b1 = bottom + b[xi];
-      const float wx = xs.w[xi];
-      float* px = out.pixel(y, finish.flip ? out_w - 1 - x : x);
-      for (int k = 0; k < C; ++k) {
-        float upper = t0[k] + wx * static_cast<float>(t1[k] - t0[k]);
-        float lower = b0[k] + wx * static_cast<float>(b1[k] - b0[k]);
-        px[k * cs] =
-          (upper + wy * (lower - upper)) * fin.scale[k] + fin.shift[k];
+    const float* top = row(p.ys.lo[yi]);
+    const float* bottom = row(p.ys.hi[yi]);
+    for (int c = 0; c < C; ++c) {
+      auto at = static_cast<size_t>(c) * n;
+      if (out.pixel_stride == 1) { // planes: straight into the row
+        blend_rows(top + at, bottom + at, p.ys.w[yi], fin.scale[c],
+                   fin.shift[c], out.pixel(y, 0) + c * out.channel_stride,
+                   n);
+        continue;
       }
+      blend_rows(top + at, bottom + at, p.ys.w[yi], fin.scale[c],
+                 fin.shift[c], blended.data(), n);
+      for (int x = 0; x < out_w; ++x)
+        out.pixel(y, x)[static_cast<size_t>(c) * out.channel_stride] =
+          blended[static_cast<size_t>(x)];
     }
   }
 }
-
-// 8-bit pixels already at the output size: finished into `out`.
-template <int C>
-void finish_rows(const cv::Mat& src, const pixel_finish& finish,
-                 const float_image& out) {
-  const finish_of<C> fin{finish};
-  const int w = out.cols;
-  const size_t cs = out.channel_stride;
-  for (int y = 0; y < out.rows; ++y) {
-    const uint8_t* in = src.ptr<uint8_t>(y);
-    for (int x = 0; x < w; ++x) {
-      float* px = out.pixel(y, finish.flip ? w - 1 - x : x);
-      for (int k = 0; k < C; ++k)
-        px[k * cs] = in[x * C + k] * fin.scale[k] + fin.shift[k];
-    }
-  }
-}
-
-// One row of a plane finished: `w` bytes to floats, scaled and shifted,
-// read backwards when mirrored. Cloned for AVX2 and chosen once at load
-// time (an ifunc): eight floats a step instead of four, the same
-// arithmetic (the library builds with -ffp-contract=off: no FMA in
-// either clone), so the same numbers on every CPU. Out of line, as a
-// clone must be.
-__attribute__((target_clones("avx2", "default"), noinline)) void
-finish_row(const uint8_t* in, float* dst, size_t w, float scale,
-           float shift, bool mirrored) {
-  if (mirrored)
-    for (size_t x = 0; x < w; ++x)
-      dst[x] = static_cast<float>(in[w - 1 - x]) * scale + shift;
-  else
-    for (size_t x = 0; x < w; ++x)
-      dst[x] = static_cast<float>(in[x]) * scale + shift;
-}
-
-// The same into planes (CHW): each channel split out, then one
-// contiguous loop per row that the compiler vectorizes, reading the row
-// backwards when mirrored (cv::flip of a one-byte plane is a plain byte
-// loop: 5% of a worker's time); the same arithmetic as finish_rows, so
-// the same numbers.
-template <int C>
-void finish_planes(const cv::Mat& src, const pixel_finish& finish,
-                   const float_image& out) {
-  const finish_of<C> fin{finish};
-  cv::Mat planes[C];
-  if (C == 1)
-    planes[0] = src;
-  else
-    cv::split(src, planes);
-  const auto w = static_cast<size_t>(out.cols);
-  for (int c = 0; c < C; ++c) {
-    const cv::Mat& plane = planes[c];
-    const float scale = fin.scale[c];
-    const float shift = fin.shift[c];
-    for (int y = 0; y < out.rows; ++y) {
-      const uint8_t* in = plane.ptr<uint8_t>(y);
-      float* dst = out.base + static_cast<size_t>(c) * out.channel_stride
-                   + static_cast<size_t>(y) * out.row_stride;
-      finish_row(in, dst, w, scale, shift, finish.flip);
-    }
-  }
-}
-
-bool whole(double v) {
-  return std::abs(v - std::round(v)) < 1e-9;
-}
-
 
 // torchvision's antialiased bilinear filter (resize with antialias=True,
 // PIL's): a triangle as wide as the shrink, over [start, start + length)
@@ -294,46 +356,21 @@ void with_channels(int channels, F f) {
 }
 
 void resample_into(const jpeg_region& r, const pixel_finish& finish,
-                   const float_image& out) {
+                   const float_image& out, simd_path path) {
   auto& b = r.box;
   const int c = r.pixels.channels();
-  const int out_w = out.cols;
-  const int out_h = out.rows;
   if (r.scale < 8) {
     // Reduced by the IDCT to twice the output or more (dct_scale_for):
     // the rest of the shrink antialiased, as torchvision's resize.
-    auto xs = triangle_taps(b.x, b.width, out_w, r.pixels.cols);
-    auto ys = triangle_taps(b.y, b.height, out_h, r.pixels.rows);
+    auto xs = triangle_taps(b.x, b.width, out.cols, r.pixels.cols);
+    auto ys = triangle_taps(b.y, b.height, out.rows, r.pixels.rows);
     with_channels(c, [&](auto k) {
       resample_antialiased<decltype(k)::value>(r.pixels, xs, ys, finish, out);
     });
     return;
   }
-  if (whole(b.x) && whole(b.y) && whole(b.width) && whole(b.height)) {
-    // Whole pixels (a full-scale crop box): OpenCV's resize, SIMD, the
-    // unfused chain's numbers.
-    cv::Rect box{static_cast<int>(std::lround(b.x)),
-                 static_cast<int>(std::lround(b.y)),
-                 static_cast<int>(std::lround(b.width)),
-                 static_cast<int>(std::lround(b.height))};
-    cv::Mat sized;
-    if (box.width == out_w && box.height == out_h)
-      sized = r.pixels(box);
-    else
-      cv::resize(r.pixels(box), sized, cv::Size{out_w, out_h}, 0, 0,
-                 cv::INTER_LINEAR);
-    bool planar = out.pixel_stride == 1;
-    with_channels(c, [&](auto k) {
-      constexpr int C = decltype(k)::value;
-      planar ? finish_planes<C>(sized, finish, out)
-             : finish_rows<C>(sized, finish, out);
-    });
-    return;
-  }
-  auto xs = taps_for(b.x, b.width, out_w, r.pixels.cols);
-  auto ys = taps_for(b.y, b.height, out_h, r.pixels.rows);
   with_channels(c, [&](auto k) {
-    resample_rows<decltype(k)::value>(r.pixels, xs, ys, finish, out);
+    resample_bilinear<decltype(k)::value>(r.pixels, b, finish, out, path);
   });
 }
 
@@ -342,13 +379,19 @@ void resample_into(const jpeg_region& r, const pixel_finish& finish,
 cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
                         const pixel_finish& finish) {
   cv::Mat out(out_h, out_w, CV_32FC(r.pixels.channels()));
-  resample_into(r, finish, float_image::hwc(out));
+  resample_into(r, finish, float_image::hwc(out), best_simd_path());
   return out;
 }
 
 void resample_region_planes(const jpeg_region& r, int out_w, int out_h,
                             const pixel_finish& finish, float* planes) {
-  resample_into(r, finish, float_image::chw(planes, out_h, out_w));
+  resample_region_planes(r, out_w, out_h, finish, planes, best_simd_path());
+}
+
+void resample_region_planes(const jpeg_region& r, int out_w, int out_h,
+                            const pixel_finish& finish, float* planes,
+                            simd_path path) {
+  resample_into(r, finish, float_image::chw(planes, out_h, out_w), path);
 }
 
 } // namespace stoker
