@@ -283,8 +283,13 @@ caf::expected<jpeg_region> decode_jpeg_region(const std::vector<char>& bytes,
   int channels = gray ? 1 : 3;
   jpeg_region r;
   r.scale = p.scale;
-  r.pixels.create(static_cast<int>(p.y1 - p.y0), static_cast<int>(p.width),
-                  CV_8UC(channels));
+  // Rows of padding after the last: the resampler's vector loads read
+  // up to jpeg_region::read_ahead bytes past a row's pixels.
+  const auto rows = static_cast<int>(p.y1 - p.y0);
+  const auto row_bytes = static_cast<int>(p.width) * channels;
+  const int padding = (jpeg_region::read_ahead + row_bytes - 1) / row_bytes;
+  cv::Mat padded(rows + padding, static_cast<int>(p.width), CV_8UC(channels));
+  r.pixels = padded.rowRange(0, rows);
   if (!read_rows(d, p, r.pixels.data, r.pixels.step[0]))
     return failure_of(d, "a corrupt JPEG (" + bytes_text + ")");
   if (d.failure.warnings > 0)

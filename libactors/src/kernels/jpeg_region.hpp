@@ -46,8 +46,12 @@ int dct_scale_for(double box_w, double box_h, int out_w, int out_h) noexcept;
 
 /// A decoded part of a JPEG.
 struct jpeg_region {
-  /// 8-bit RGB (or grayscale with `gray`), HWC, rows of the scaled image.
+  /// 8-bit RGB (or grayscale with `gray`), HWC, rows of the scaled image,
+  /// continuous, with at least `read_ahead` readable bytes after the end
+  /// of every row (after the last, padding): the resampler's vector loads
+  /// read that far past a pixel.
   cv::Mat pixels;
+  static constexpr int read_ahead = 128;
   /// The box asked for, in `pixels`' coordinates (the scaled image's,
   /// shifted to where the decoded part starts): fractional where M/8
   /// scaling does not land on whole pixels.

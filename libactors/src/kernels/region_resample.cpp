@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -134,7 +133,7 @@ bilinear_plan bilinear_for(const cv::Mat& src, const cv::Rect2d& b,
   for (size_t x = 0; x < p.offsets.size(); ++x)
     p.offsets[x] = (p.xs.lo[x] - p.first_column) * C;
   constexpr int block = 16;
-  constexpr int table = 128;
+  constexpr int table = jpeg_region::read_ahead; // bytes a block reads
   const int blocks = out_w / block;
   p.block_first.resize(static_cast<size_t>(blocks));
   p.first_tap.assign(static_cast<size_t>(blocks) * 64, 0);
@@ -221,8 +220,9 @@ lerp_along_x_rgb_avx2(const float* f, const int* offsets, const float* w,
 // two byte permutes (AVX-512 VBMI) fetch the first and second tap of its
 // 16 outputs, every channel, which then widen in registers. The portable
 // twin's operations per element (on the same bytes as floats), so the
-// same numbers. `row` holds 128 readable bytes past every block's start
-// (the caller pads it).
+// same numbers. `row` has jpeg_region::read_ahead (128) readable bytes
+// past its pixels, which the tables may reach into; they are read only
+// where a tap's weight is 0.
 // GCC 12 warns about _mm512_undefined_* inside its own headers.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -308,12 +308,11 @@ void resample_bilinear(const cv::Mat& src, const cv::Rect2d& box,
   else if (C == 3 && path != simd_path::portable)
     how = pass::avx2;
 #endif
-  // The row the x pass reads, with zeros after it: the AVX-512 pass's
-  // bytes (its 128-byte tables), the others' floats (a pixel and a float
-  // for lerp_along_x's vector loads). Where a tap is clamped to the last
-  // column its weight is 0, so the zero after it adds nothing.
+  // The other passes read the row widened to floats, with zeros after it
+  // (a pixel and a float for lerp_along_x's vector loads). Where a tap is
+  // clamped to the last column its weight is 0, so what lies after it
+  // adds nothing.
   const auto row_bytes = static_cast<size_t>(p.columns) * C;
-  std::vector<uint8_t> padded(how == pass::avx512 ? row_bytes + 128 : 0, 0);
   std::vector<float> wide(how == pass::avx512 ? 0 : row_bytes + C + 1, 0.0f);
   // Two source rows along x (C rows each), keyed by the source row.
   std::vector<float> along_x(2 * C * n);
@@ -329,9 +328,8 @@ void resample_bilinear(const cv::Mat& src, const cv::Rect2d& box,
     for (int c = 0; c < C; ++c)
       per_channel[c] = rows + static_cast<size_t>(c) * n;
 #if defined(__x86_64__)
-    if (how == pass::avx512) {
-      std::memcpy(padded.data(), in, row_bytes);
-      lerp_bytes_avx512<C>(padded.data(), p, out_w, per_channel);
+    if (how == pass::avx512) { // reads ahead: see jpeg_region::pixels
+      lerp_bytes_avx512<C>(in, p, out_w, per_channel);
       return rows;
     }
 #endif
