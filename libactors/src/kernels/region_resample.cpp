@@ -235,29 +235,37 @@ template <int C>
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void
 lerp_bytes_avx512(const uint8_t* row, const bilinear_plan& p, int n,
                   float* const* out) {
+  // Local copies: the stores below could alias the plan's vectors for
+  // all the compiler knows, which reloaded them every step.
   const float* w = p.xs.w.data();
+  const int* block_first = p.block_first.data();
+  const size_t blocks = p.block_first.size();
+  const uint8_t* first_tap = p.first_tap.data();
+  const uint8_t* second_tap = p.second_tap.data();
+  float* const rows[3] = {out[0], C == 3 ? out[1] : nullptr,
+                          C == 3 ? out[2] : nullptr};
   int x = 0;
-  for (size_t k = 0; k < p.block_first.size(); ++k, x += 16) {
-    const uint8_t* table = row + static_cast<size_t>(p.block_first[k]) * C;
+  for (size_t k = 0; k < blocks; ++k, x += 16) {
+    const uint8_t* table = row + static_cast<size_t>(block_first[k]) * C;
     __m512i t0 = _mm512_loadu_si512(table);
     __m512i t1 = _mm512_loadu_si512(table + 64);
     __m512i a = _mm512_permutex2var_epi8(
-      t0, _mm512_loadu_si512(p.first_tap.data() + k * 64), t1);
+      t0, _mm512_loadu_si512(first_tap + k * 64), t1);
     __m512i b = _mm512_permutex2var_epi8(
-      t0, _mm512_loadu_si512(p.second_tap.data() + k * 64), t1);
+      t0, _mm512_loadu_si512(second_tap + k * 64), t1);
     __m512 wv = _mm512_loadu_ps(w + x);
     __m512 a0 = channel(_mm512_castsi512_si128(a));
     __m512 b0 = channel(_mm512_castsi512_si128(b));
-    _mm512_storeu_ps(out[0] + x, _mm512_add_ps(
+    _mm512_storeu_ps(rows[0] + x, _mm512_add_ps(
                                    a0, _mm512_mul_ps(wv, _mm512_sub_ps(b0, a0))));
     if constexpr (C == 3) {
       __m512 a1 = channel(_mm512_extracti32x4_epi32(a, 1));
       __m512 b1 = channel(_mm512_extracti32x4_epi32(b, 1));
-      _mm512_storeu_ps(out[1] + x,
+      _mm512_storeu_ps(rows[1] + x,
                        _mm512_add_ps(a1, _mm512_mul_ps(wv, _mm512_sub_ps(b1, a1))));
       __m512 a2 = channel(_mm512_extracti32x4_epi32(a, 2));
       __m512 b2 = channel(_mm512_extracti32x4_epi32(b, 2));
-      _mm512_storeu_ps(out[2] + x,
+      _mm512_storeu_ps(rows[2] + x,
                        _mm512_add_ps(a2, _mm512_mul_ps(wv, _mm512_sub_ps(b2, a2))));
     }
   }
