@@ -212,25 +212,24 @@ lerp_along_x_rgb_avx2(const float* f, const int* offsets, const float* w,
   float* const rest[3] = {out[0] + x, out[1] + x, out[2] + x};
   lerp_along_x<3>(f, offsets + x, w + x, n - x, rest);
 }
-#endif
 
-#if defined(__x86_64__)
+// GCC 12 warns about _mm512_undefined_* inside its own headers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// 16 bytes widened to 16 floats.
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512
+channel(__m128i bytes) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
+}
+
 // The source row's bytes along x, 16 outputs a step, with no widening
 // pass: a block's taps lie within 128 bytes from its first column, and
 // two byte permutes (AVX-512 VBMI) fetch the first and second tap of its
 // 16 outputs, every channel, which then widen in registers. The portable
 // twin's operations per element (on the same bytes as floats), so the
 // same numbers. `row` has jpeg_region::read_ahead (128) readable bytes
-// past its pixels, which the tables may reach into; they are read only
+// past its pixels, which a table may take in; what lies there counts only
 // where a tap's weight is 0.
-// GCC 12 warns about _mm512_undefined_* inside its own headers.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512
-channel(__m128i bytes) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
-}
-
 template <int C>
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void
 lerp_bytes_avx512(const uint8_t* row, const bilinear_plan& p, int n,
