@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <random>
 
 #include <opencv2/imgcodecs.hpp>
@@ -162,6 +163,26 @@ cv::Mat box_of(const jpeg_region& r) {
                            static_cast<int>(r.box.height)});
 }
 
+// The full-scale resample of `box` at each size in `outs` is cv::resize
+// of the full decode's box (the unfused chain) to one 8-bit level.
+void expect_opencv_resize_to_one_level(const std::vector<char>& bytes,
+                                       cv::Rect box,
+                                       std::initializer_list<cv::Size> outs) {
+  auto full = full_decode(bytes);
+  for (cv::Size out : outs) {
+    auto r = decode_jpeg_region(bytes, box, out.width, out.height, false);
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->scale == 8);
+    cv::Mat want, want_f;
+    cv::resize(full(box), want, out, 0, 0, cv::INTER_LINEAR);
+    want.convertTo(want_f, CV_32F, 1.0 / 255.0);
+    auto got = resample_region(*r, out.width, out.height);
+    BOOST_TEST(max_abs_diff(got, want_f) <= 1.0 / 255.0,
+               box << " to " << out << ": "
+                   << max_abs_diff(got, want_f) * 255 << " levels");
+  }
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(jpeg_region)
@@ -274,21 +295,9 @@ BOOST_AUTO_TEST_CASE(a_reduced_decode_resized_is_close_to_the_full_one) {
 }
 
 BOOST_AUTO_TEST_CASE(at_full_scale_resampling_is_the_unfused_resize_to_one_level) {
-  auto bytes = encode(photo_like(301, 397));
-  auto full = full_decode(bytes);
-  cv::Rect box{21, 33, 250, 190};
-  for (cv::Size out : {cv::Size{250, 190}, cv::Size{224, 224},
-                       cv::Size{400, 300}}) {
-    auto r = decode_jpeg_region(bytes, box, out.width, out.height, false);
-    BOOST_REQUIRE(r);
-    BOOST_TEST(r->scale == 8);
-    cv::Mat want, want_f;
-    cv::resize(full(box), want, out, 0, 0, cv::INTER_LINEAR);
-    want.convertTo(want_f, CV_32F, 1.0 / 255.0);
-    auto got = resample_region(*r, out.width, out.height);
-    BOOST_TEST(max_abs_diff(got, want_f) <= 1.0 / 255.0,
-               out << ": " << max_abs_diff(got, want_f) * 255 << " levels");
-  }
+  expect_opencv_resize_to_one_level(encode(photo_like(301, 397)),
+                                    {21, 33, 250, 190},
+                                    {{250, 190}, {224, 224}, {400, 300}});
 }
 
 BOOST_AUTO_TEST_CASE(planes_hold_the_same_numbers_as_the_interleaved_image) {
@@ -367,20 +376,11 @@ BOOST_AUTO_TEST_CASE(the_simd_resamples_give_the_portable_bits_at_every_edge) {
 
 BOOST_AUTO_TEST_CASE(a_box_at_the_images_corner_resamples_like_opencv) {
   // The last column and row have no neighbour after them: the taps clamp
-  // there as cv::resize's do, and nothing past the image is read.
-  auto bytes = encode(photo_like(240, 320));
-  auto full = full_decode(bytes);
-  cv::Rect box{200, 150, 120, 90}; // to the right and bottom edges
-  for (cv::Size out : {cv::Size{224, 224}, cv::Size{61, 45}}) {
-    auto r = decode_jpeg_region(bytes, box, out.width, out.height, false);
-    BOOST_REQUIRE(r);
-    cv::Mat want, want_f;
-    cv::resize(full(box), want, out, 0, 0, cv::INTER_LINEAR);
-    want.convertTo(want_f, CV_32F, 1.0 / 255.0);
-    auto got = resample_region(*r, out.width, out.height);
-    BOOST_TEST(max_abs_diff(got, want_f) <= 1.0 / 255.0,
-               out << ": " << max_abs_diff(got, want_f) * 255 << " levels");
-  }
+  // there as cv::resize's do, and what lies past the image counts for
+  // nothing.
+  expect_opencv_resize_to_one_level(encode(photo_like(240, 320)),
+                                    {200, 150, 120, 90}, // right, bottom
+                                    {{224, 224}, {61, 45}});
 }
 
 BOOST_AUTO_TEST_CASE(on_real_photos_a_reduced_decode_is_within_40_db_of_the_reference) {
