@@ -89,8 +89,8 @@ struct pixel_finish {
 /// (M < 8, the box then at least twice the output): torchvision's
 /// antialiased bilinear (a triangle filter as wide as the shrink, taps
 /// clamped to the box), which the full decode resized the same way
-/// matches to 40 dB. The same numbers on every CPU (the AVX2 path does
-/// each element's operations in the portable path's order).
+/// matches to 40 dB. The same numbers on every CPU (the AVX2 and AVX-512
+/// paths do each element's operations in the portable path's order).
 cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
                         const pixel_finish& finish = {});
 
@@ -101,8 +101,9 @@ cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
 void resample_region_planes(const jpeg_region& r, int out_w, int out_h,
                             const pixel_finish& finish, float* planes);
 
-/// As above through the code path `path` (which the CPU must support;
-/// for tests that compare the paths).
+/// As above through the code path `path`, which the CPU must support
+/// (avx512 also takes VBMI where the CPU has it, else AVX2); for tests
+/// that compare the paths.
 void resample_region_planes(const jpeg_region& r, int out_w, int out_h,
                             const pixel_finish& finish, float* planes,
                             simd_path path);

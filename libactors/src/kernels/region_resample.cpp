@@ -222,6 +222,12 @@ channel(__m128i bytes) {
   return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
 }
 
+// a + w * (b - a), 16 lanes: lerp_along_x's operations.
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512
+lerp16(__m512 a, __m512 b, __m512 w) {
+  return _mm512_add_ps(a, _mm512_mul_ps(w, _mm512_sub_ps(b, a)));
+}
+
 // The source row's bytes along x, 16 outputs a step, with no widening
 // pass: a block's taps lie within 128 bytes from its first column, and
 // two byte permutes (AVX-512 VBMI) fetch the first and second tap of its
@@ -253,23 +259,21 @@ lerp_bytes_avx512(const uint8_t* row, const bilinear_plan& p, int n,
     __m512i b = _mm512_permutex2var_epi8(
       t0, _mm512_loadu_si512(second_tap + k * 64), t1);
     __m512 wv = _mm512_loadu_ps(w + x);
-    __m512 a0 = channel(_mm512_castsi512_si128(a));
-    __m512 b0 = channel(_mm512_castsi512_si128(b));
-    _mm512_storeu_ps(rows[0] + x, _mm512_add_ps(
-                                   a0, _mm512_mul_ps(wv, _mm512_sub_ps(b0, a0))));
+    _mm512_storeu_ps(rows[0] + x,
+                     lerp16(channel(_mm512_castsi512_si128(a)),
+                            channel(_mm512_castsi512_si128(b)), wv));
     if constexpr (C == 3) {
-      __m512 a1 = channel(_mm512_extracti32x4_epi32(a, 1));
-      __m512 b1 = channel(_mm512_extracti32x4_epi32(b, 1));
       _mm512_storeu_ps(rows[1] + x,
-                       _mm512_add_ps(a1, _mm512_mul_ps(wv, _mm512_sub_ps(b1, a1))));
-      __m512 a2 = channel(_mm512_extracti32x4_epi32(a, 2));
-      __m512 b2 = channel(_mm512_extracti32x4_epi32(b, 2));
+                       lerp16(channel(_mm512_extracti32x4_epi32(a, 1)),
+                              channel(_mm512_extracti32x4_epi32(b, 1)), wv));
       _mm512_storeu_ps(rows[2] + x,
-                       _mm512_add_ps(a2, _mm512_mul_ps(wv, _mm512_sub_ps(b2, a2))));
+                       lerp16(channel(_mm512_extracti32x4_epi32(a, 2)),
+                              channel(_mm512_extracti32x4_epi32(b, 2)), wv));
     }
   }
   for (; x < n; ++x) {
-    const uint8_t* q = row + static_cast<size_t>(p.offsets[static_cast<size_t>(x)]);
+    const uint8_t* q =
+      row + static_cast<size_t>(p.offsets[static_cast<size_t>(x)]);
     for (int c = 0; c < C; ++c) {
       auto first = static_cast<float>(q[c]);
       out[c][x] = first + w[x] * (static_cast<float>(q[C + c]) - first);
