@@ -110,8 +110,9 @@ struct bilinear_plan {
   // The AVX-512 pass's view of the same taps, per block of 16 outputs:
   // the column its table of bytes starts at, and the byte each lane of
   // its first and second tap permute picks (lanes 16c..16c+15: channel c
-  // of the 16 outputs). Empty where some block's taps span more than the
-  // 128-byte table holds (a shrink of about 2.5 or more).
+  // of the 16 outputs). Empty where that pass does not run, or where some
+  // block's taps span more than the 128-byte table holds (a shrink of
+  // about 2.5 or more).
   std::vector<int> block_first;
   std::vector<uint8_t> first_tap;
   std::vector<uint8_t> second_tap;
@@ -119,7 +120,7 @@ struct bilinear_plan {
 
 template <int C>
 bilinear_plan bilinear_for(const cv::Mat& src, const cv::Rect2d& b,
-                           int out_w, int out_h, bool flip) {
+                           int out_w, int out_h, bool flip, bool byte_tables) {
   bilinear_plan p;
   p.xs = taps_for(b.x, b.width, out_w, src.cols);
   p.ys = taps_for(b.y, b.height, out_h, src.rows);
@@ -132,6 +133,8 @@ bilinear_plan bilinear_for(const cv::Mat& src, const cv::Rect2d& b,
   p.offsets.resize(p.xs.lo.size());
   for (size_t x = 0; x < p.offsets.size(); ++x)
     p.offsets[x] = (p.xs.lo[x] - p.first_column) * C;
+  if (!byte_tables) // only the AVX-512 pass reads them
+    return p;
   constexpr int block = 16;
   constexpr int table = jpeg_region::read_ahead; // bytes a block reads
   const int blocks = out_w / block;
@@ -306,15 +309,19 @@ void resample_bilinear(const cv::Mat& src, const cv::Rect2d& box,
   const finish_of<C> fin{finish};
   const int out_w = out.cols;
   const auto n = static_cast<size_t>(out_w);
-  auto p = bilinear_for<C>(src, box, out_w, out.rows, finish.flip);
+  bool byte_tables = false;
+#if defined(__x86_64__)
+  byte_tables = path == simd_path::avx512 && supports_byte_permutes();
+#endif
+  auto p = bilinear_for<C>(src, box, out_w, out.rows, finish.flip,
+                           byte_tables);
   // Which x pass: AVX-512 where the CPU permutes bytes and every block's
   // taps fit its table, else AVX2 for three channels, else the portable
   // loop.
   enum class pass { portable, avx2, avx512 };
   pass how = pass::portable;
 #if defined(__x86_64__)
-  if (path == simd_path::avx512 && !p.block_first.empty()
-      && supports_byte_permutes())
+  if (byte_tables && !p.block_first.empty())
     how = pass::avx512;
   else if (C == 3 && path != simd_path::portable)
     how = pass::avx2;

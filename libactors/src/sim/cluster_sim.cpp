@@ -512,7 +512,6 @@ private:
   uint64_t tick_ns_ = 0;
   uint64_t transfer_ns_ = 0;
   uint64_t group_free_at_ = 0;
-
   uint64_t last_step_end_ = 0;
   uint64_t samples_trained_ = 0;
   uint64_t leases_ = 0;
