@@ -190,12 +190,57 @@ BOOST_AUTO_TEST_CASE(rejects_a_zero_duration_showing_it_as_written) {
                       "metrics.refresh = 0s: expected a positive duration"));
 }
 
+// What no message may show a user: CAF's renderings of its errors.
+bool shows_internals(const std::string& text) {
+  for (auto part : {"parser_error", "not_an_option", "unexpected_character",
+                    "exit_reason", "sec::", "({"})
+    if (text.find(part) != std::string::npos)
+      return true;
+  return false;
+}
+
 BOOST_AUTO_TEST_CASE(rejects_unknown_keys_in_file_and_flags) {
   BOOST_TEST(mentions(rejection({}, "[router]\nwindw=3\n"),
-                      "unknown key 'windw' in section [router]"));
-  BOOST_TEST(mentions(rejection({}, "[rooter]\nwindow=3\n"),
-                      "unknown key 'window' in section [rooter]"));
-  BOOST_TEST(mentions(rejection({"--router.windw=3"}), "--router.windw=3"));
+                      "unknown key 'windw' in section [router]; did you "
+                      "mean 'window'?"));
+  BOOST_TEST(mentions(rejection({}, "[pipelin]\nbatch-size=3\n"),
+                      "unknown section [pipelin]; did you mean [pipeline]?"));
+  BOOST_TEST(mentions(rejection({}, "[zzzzzz]\nwindow=3\n"),
+                      "unknown section [zzzzzz] (see stoker-node "
+                      "--long-help)"));
+  auto flag = rejection({"--router.windw=8"});
+  BOOST_TEST(flag
+             == "command line: --router.windw=8: unknown key 'windw' in "
+                "section [router]; did you mean 'window'?");
+  BOOST_TEST(mentions(rejection({"--pipeline.batch-sise=64"}),
+                      "did you mean 'batch-size'?"));
+  BOOST_TEST(mentions(rejection({"--rooter.window=3"}),
+                      "unknown section [rooter]; did you mean [router]?"));
+  for (auto& text : {flag, rejection({"--rooter.window=3"})})
+    BOOST_TEST(!shows_internals(text), text);
+}
+
+BOOST_AUTO_TEST_CASE(a_flag_of_the_wrong_type_names_key_value_and_expectation) {
+  auto text = rejection({"--pipeline.batch-size=abc"});
+  BOOST_TEST(mentions(text, "pipeline.batch-size = \"abc\": expected an "
+                            "integer"),
+             text);
+  BOOST_TEST(!shows_internals(text), text);
+  auto boolean = rejection({"--pipeline.batch-size=true"});
+  BOOST_TEST(mentions(boolean, "pipeline.batch-size = true: expected an "
+                               "integer"),
+             boolean);
+  BOOST_TEST(!shows_internals(boolean), boolean);
+  auto number = rejection({"--trainer.lr=fast"});
+  BOOST_TEST(mentions(number, "trainer.lr = \"fast\": expected a number"),
+             number);
+}
+
+BOOST_AUTO_TEST_CASE(a_section_header_without_its_bracket_is_named_by_line) {
+  auto text = rejection({}, "; a comment\n[pipeline\nbatch-size = 8\n");
+  BOOST_TEST(mentions(text, "line 2: `[pipeline` has no closing `]`; "
+                            "expected a [section] header"),
+             text);
 }
 
 BOOST_AUTO_TEST_CASE(rejects_wrong_types_naming_what_was_expected) {

@@ -26,8 +26,9 @@ constexpr caf::atom_value error_category = caf::atom("stoker");
 /// A Stoker error with a human-readable message.
 caf::error make_error(errc code, std::string message);
 
-/// The message of `err`: Stoker's own text for its category, CAF's rendering
-/// otherwise.
+/// The message of `err`: Stoker's own text for its category; CAF's errors
+/// (an actor's exit reason, a system error, a parse error) in plain words,
+/// never CAF's rendering (`exit_reason(...)`, `sec::...`).
 std::string describe(const caf::error& err);
 
 /// True if `err` belongs to Stoker's category and has code `code`.

@@ -39,7 +39,18 @@ caf::expected<std::string> read_config_file(const std::string& path) {
   if (in.bad())
     return bad("cannot read the file");
   auto result = normalize_config_text(text.str());
-  if (config_keys(result).empty())
+  std::vector<int> unclosed;
+  auto keys = config_keys(result, &unclosed);
+  if (!unclosed.empty()) {
+    auto line = unclosed.front();
+    size_t at = 0;
+    for (int i = 1; i < line; ++i)
+      at = result.find('\n', at) + 1;
+    auto text_of = result.substr(at, result.find('\n', at) - at);
+    return bad("line " + std::to_string(line) + ": `" + text_of
+               + "` has no closing `]`; expected a [section] header");
+  }
+  if (keys.empty())
     return bad("sets no key (the file is empty or only comments); expected "
                "`key = value` lines under [section] headers (without "
                "--config-file, the embedded config/local.ini runs)");
@@ -55,7 +66,8 @@ bool key_char(char c) {
 
 } // namespace
 
-std::vector<config_line> config_keys(std::string_view text) {
+std::vector<config_line> config_keys(std::string_view text,
+                                     std::vector<int>* unclosed) {
   std::vector<config_line> out;
   std::string section;
   int line = 1;
@@ -72,9 +84,12 @@ std::vector<config_line> config_keys(std::string_view text) {
       skip_blanks();
       if (i < text.size() && text[i] == '[') { // a [section] header
         auto end = text.find(']', i);
-        if (end != std::string_view::npos) {
+        auto eol = text.find('\n', i);
+        if (end != std::string_view::npos && end < eol) {
           section = std::string{text.substr(i + 1, end - i - 1)};
           i = end + 1;
+        } else if (unclosed != nullptr) {
+          unclosed->push_back(line);
         }
       } else if (i < text.size() && key_char(text[i])) {
         auto start = i;

@@ -19,8 +19,9 @@ std::string normalize_config_text(std::string text);
 
 /// Reads the config file at `path` and normalizes it. Errors
 /// (errc::invalid_config) name the path: it is a directory, it cannot be
-/// opened or read, or it sets no key at all (empty, or only comments: it
-/// would run the built-in defaults without a word).
+/// opened or read, a [section] header lacks its `]` (naming the line), or
+/// it sets no key at all (empty, or only comments: it would run the
+/// built-in defaults without a word).
 caf::expected<std::string> read_config_file(const std::string& path);
 
 /// One `key = value` line of a config file.
@@ -32,7 +33,9 @@ struct config_line {
 /// The keys `text` sets, in order, with their lines: [section] headers and
 /// `key = value` lines outside any value (a list or map may span lines),
 /// string and `;` comment aware. `text` must have parsed as INI already.
-std::vector<config_line> config_keys(std::string_view text);
+/// `unclosed`, when given, gets the lines whose header has no `]`.
+std::vector<config_line> config_keys(std::string_view text,
+                                     std::vector<int>* unclosed = nullptr);
 
 /// Refuses a key set twice (in one section or in a repeated one), naming
 /// `file`, the key and both lines: CAF would keep one of the two silently,

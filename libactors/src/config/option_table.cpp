@@ -1,6 +1,8 @@
 #include "config/option_table.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 #include "config/table_builder.hpp"
 
@@ -434,6 +436,76 @@ const option_decl* find_option(std::string_view name) {
   auto i = std::find_if(t.begin(), t.end(),
                         [&](const option_decl& d) { return d.name == name; });
   return i == t.end() ? nullptr : &*i;
+}
+
+namespace {
+
+// Edits (insert, delete, substitute, swap two neighbours) from a to b.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1,
+                                     std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i)
+    d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j)
+    d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// The candidate nearest `word`, if near enough to be a slip of the keys
+// (at most a third of its letters, and at least one, changed); "" if none.
+std::string nearest(std::string_view word,
+                    const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = std::max<size_t>(1, word.size() / 3) + 1;
+  for (auto& c : candidates) {
+    auto d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+} // namespace
+
+std::string unknown_option_text(std::string_view name) {
+  auto dot = name.find('.');
+  auto section = std::string{dot == std::string_view::npos
+                               ? std::string_view{"global"}
+                               : name.substr(0, dot)};
+  auto key = std::string{dot == std::string_view::npos ? name
+                                                       : name.substr(dot + 1)};
+  std::vector<std::string> sections;
+  std::vector<std::string> keys;
+  for (auto& d : option_table()) {
+    auto s = d.section();
+    if (std::find(sections.begin(), sections.end(), s) == sections.end()
+        && s != "global")
+      sections.push_back(s);
+    if (s == section)
+      keys.push_back(d.key());
+  }
+  auto more = " (see stoker-node --long-help)";
+  if (section != "global" && keys.empty()) {
+    auto near = nearest(section, sections);
+    return "unknown section [" + section + "]"
+           + (near.empty() ? std::string{more}
+                           : "; did you mean [" + near + "]?");
+  }
+  auto near = nearest(key, keys);
+  return "unknown key '" + key + "'"
+         + (section == "global" ? std::string{}
+                                : " in section [" + section + "]")
+         + (near.empty() ? std::string{more}
+                         : "; did you mean '" + near + "'?");
 }
 
 void declare_options(caf::config_option_set& set) {

@@ -56,6 +56,13 @@ const std::vector<option_decl>& option_table();
 /// The declaration of `name` ("router.window", "role"), or null.
 const option_decl* find_option(std::string_view name);
 
+/// Why `name` ("router.windw", "pipelin.batch-size", "rol") is no key, in
+/// words, with the nearest known name where one is close: "unknown key
+/// 'windw' in section [router]; did you mean 'window'?", "unknown section
+/// [pipelin]; did you mean [pipeline]?". Sections that are CAF's are not
+/// Stoker's to judge: the caller skips them.
+std::string unknown_option_text(std::string_view name);
+
 /// Adds every key of the table to `set` (node_config does, once).
 void declare_options(caf::config_option_set& set);
 

@@ -80,6 +80,45 @@ caf::error syntax_error(const std::string& file, const caf::error& err) {
                         "headers, strings in double quotes");
 }
 
+// The first flag of `caf_args` that Stoker can say is wrong: a key no
+// section has (with the nearest that it has), or a value its key does not
+// take (naming both and what was expected, as in a file). Flags of CAF's
+// own sections are CAF's to judge. None: every Stoker flag reads.
+caf::error check_flags(const std::vector<std::string>& caf_args) {
+  run_config scratch;
+  for (auto& arg : caf_args) {
+    auto eq = arg.find('=');
+    if (arg.compare(0, 2, "--") != 0)
+      continue;
+    auto name = arg.substr(2, (eq == std::string::npos ? arg.size() : eq) - 2);
+    auto dot = name.find('.');
+    if (dot != std::string::npos && is_caf_section(name.substr(0, dot)))
+      continue;
+    auto decl = find_option(name);
+    if (decl == nullptr) {
+      if (dot == std::string::npos && eq == std::string::npos)
+        continue; // CAF's own flags: --help, --long-help, --dump-config
+      return make_error(errc::invalid_config, "command line: " + arg + ": "
+                                                + unknown_option_text(name));
+    }
+    if (eq == std::string::npos)
+      continue; // a flag without a value: a boolean turned on
+    auto text = arg.substr(eq + 1);
+    auto value = caf::config_value::parse(text);
+    auto as_read = value ? std::move(*value) : caf::config_value{text};
+    if (auto err = decl->read(as_read, scratch)) {
+      // A bare word is a string to CAF's command line ("abc" for a text
+      // key): try it so before calling it wrong.
+      if (!caf::holds_alternative<std::string>(as_read)
+          && !decl->read(caf::config_value{text}, scratch))
+        continue;
+      return make_error(errc::invalid_config,
+                        "command line: " + describe(err));
+    }
+  }
+  return caf::none;
+}
+
 } // namespace
 
 node_config::node_config() {
@@ -114,7 +153,7 @@ caf::error check_config_keys(const caf::settings& raw,
     auto dict = caf::get_if<caf::settings>(&value);
     if (dict == nullptr) {
       // A key before any [section] header: one of the global keys.
-      if (auto err = check(section, value, "unknown key '" + section + "'"))
+      if (auto err = check(section, value, unknown_option_text(section)))
         return err;
       continue;
     }
@@ -124,8 +163,7 @@ caf::error check_config_keys(const caf::settings& raw,
       continue; // CAF checks its own sections
     for (auto& [key, v] : *dict)
       if (auto err = check(section + "." + key, v,
-                           "unknown key '" + key + "' in section ["
-                             + section + "] (see stoker-node --long-help)"))
+                           unknown_option_text(section + "." + key)))
         return err;
   }
   return caf::none;
@@ -176,13 +214,18 @@ node_config::load(const std::vector<std::string>& args, const registry& reg) {
     return err;
   if (auto err = check_config_keys(*raw, file))
     return err;
-  // Pass 2: CAF's own parse, for its own sections and the command line.
+  // Pass 2: CAF's own parse, for its own sections and the command line;
+  // a flag it cannot read is said in Stoker's words where Stoker knows the
+  // key, never as CAF's parser_error(...).
   std::istringstream in{text};
-  if (auto err = parse(caf_args, in))
+  if (auto err = parse(caf_args, in)) {
+    if (auto known = check_flags(caf_args))
+      return known;
     return make_error(errc::invalid_config,
-                      "command line: " + render(err)
+                      "command line: " + describe(err)
                         + "; expected --section.key=value flags "
                           "(see stoker-node --long-help)");
+  }
   if (!remainder.empty())
     return make_error(errc::invalid_config,
                       "command line: unexpected argument '" + remainder.front()
