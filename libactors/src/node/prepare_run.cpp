@@ -4,7 +4,12 @@
 #include <exception>
 #include <thread>
 
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "stoker/errors.hpp"
 #include "stoker/registry.hpp"
@@ -137,6 +142,74 @@ caf::error prepare_run(run_config& cfg, const registry& reg) {
         return err;
   }
   stamp_versions(p, reg); // what the head's nodes must have
+  return caf::none;
+}
+
+namespace {
+
+// Binds (and closes) a socket on `bind`:`port`; the system's reason if it
+// cannot.
+std::string cannot_bind(const std::string& bind, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  auto service = std::to_string(port);
+  if (int rc = ::getaddrinfo(bind.c_str(), service.c_str(), &hints, &found))
+    return std::string{"the address does not resolve ("}
+           + ::gai_strerror(rc) + ")";
+  std::string why;
+  for (auto* a = found; a != nullptr; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
+                      a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    bool bound = ::bind(fd, a->ai_addr, a->ai_addrlen) == 0;
+    if (!bound)
+      why = std::strerror(errno);
+    ::close(fd);
+    if (bound) {
+      why.clear();
+      break;
+    }
+  }
+  ::freeaddrinfo(found);
+  return why;
+}
+
+} // namespace
+
+caf::error check_ports_free(const node_options& node) {
+  struct listener {
+    const char* key;
+    const char* bind_key;
+    const std::string& bind;
+    uint16_t port;
+  };
+  std::vector<listener> ports{
+    {"metrics.port", "metrics.bind", node.metrics.bind, node.metrics.port},
+    {"console.port", "console.bind", node.console.bind, node.console.port}};
+  if (node.role == role_kind::head)
+    ports.push_back(
+      {"cluster.port", "cluster.bind", node.cluster.bind, node.cluster.port});
+  for (auto& l : ports) {
+    if (l.port == 0)
+      continue;
+    auto why = cannot_bind(l.bind, l.port);
+    if (!why.empty())
+      return make_error(errc::invalid_config,
+                        std::string{l.key} + " = " + std::to_string(l.port)
+                          + ": cannot listen on " + l.bind + ":"
+                          + std::to_string(l.port) + " (" + why
+                          + "); expected a free port (or 0), and an address "
+                            "of this machine in "
+                          + l.bind_key);
+  }
   return caf::none;
 }
 

@@ -35,4 +35,13 @@ caf::error prepare_run(run_config& cfg, const registry& reg);
 caf::error check_batch_fits(const pipeline_options& pipeline,
                             uint64_t machine_bytes);
 
+/// Before anything of a run starts (no worker, no trainer): every port a
+/// local or head node will listen on (metrics.port, console.port, a head's
+/// cluster.port) can be bound on its address. The error
+/// (errc::invalid_config) names the key, the address, the port and the
+/// system's reason. Port 0 (off, or any free port) is not checked. The
+/// check binds and closes: a port taken between it and the real listen is
+/// still refused there.
+caf::error check_ports_free(const node_options& node);
+
 } // namespace stoker
