@@ -85,6 +85,25 @@ BOOST_AUTO_TEST_CASE(every_family_is_valid_text_format_with_one_prefix) {
   BOOST_TEST(s.value("stoker_build_info{version=\"1.2.3\"}") == 1);
 }
 
+BOOST_AUTO_TEST_CASE(before_any_view_of_the_job_what_is_known_is_served) {
+  node_row self;
+  self.name = "local";
+  self.role = role_kind::local;
+  self.state = "joined";
+  auto text = render_pending_metrics("1.2.3", {self},
+                                     "no view of the job yet;\ntry again");
+  auto s = stoker_test::parse_prometheus_text(text);
+  BOOST_TEST(s.errors.empty(), text);
+  BOOST_TEST(s.value("stoker_build_info{version=\"1.2.3\"}") == 1);
+  BOOST_TEST(s.value("stoker_job_view_ready") == 0);
+  BOOST_TEST(s.value("stoker_node_up{node=\"local\",role=\"local\"}") == 1);
+  BOOST_TEST(text.rfind("# no view of the job yet; try again\n", 0) == 0u,
+             text);
+  auto full = stoker_test::parse_prometheus_text(render_metrics(mid_run(),
+                                                                "1.2.3"));
+  BOOST_TEST(full.value("stoker_job_view_ready") == 1);
+}
+
 BOOST_AUTO_TEST_CASE(counts_come_from_the_actors_in_base_units) {
   auto s = stoker_test::parse_prometheus_text(render_metrics(mid_run(), "v"));
   BOOST_TEST(s.value("stoker_samples_delivered_total") == 288);

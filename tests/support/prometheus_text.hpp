@@ -69,6 +69,9 @@ inline scraped parse_prometheus_text(const std::string& text) {
       if (m[2] == "counter" && family.size() > 6
           && family.compare(family.size() - 6, 6, "_total") != 0)
         error("a counter's name should end in _total");
+    } else if (line[0] == '#' && line.rfind("# HELP", 0) != 0
+               && line.rfind("# TYPE", 0) != 0) {
+      // A plain comment: the format ignores it.
     } else if (std::regex_match(line, m, sample)) {
       if (m[1] != family)
         error("sample outside its family");

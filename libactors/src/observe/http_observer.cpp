@@ -107,10 +107,13 @@ http_observer::start(caf::actor_system& sys, const metrics_spec& spec,
       return out;
     },
     spec.refresh);
-  // The snapshot to serve, or why not (answered 503, never queued).
-  auto current = [self](std::string& why)
+  // The snapshot to serve, or why not. A request that waited too long for
+  // a thread (`busy`) is answered 503 at once, never queued further.
+  auto current = [self](std::string& why, bool* busy = nullptr)
     -> std::shared_ptr<const job_snapshot> {
     if (queued_for > queued_too_long) {
+      if (busy)
+        *busy = true;
       why = "busy: this request waited "
             + std::to_string(
               std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -131,11 +134,18 @@ http_observer::start(caf::actor_system& sys, const metrics_spec& spec,
     return snap && snap->error.empty() ? snap : nullptr;
   };
   server.Get("/metrics", [=](const httplib::Request&, httplib::Response& res) {
+    constexpr auto type = "text/plain; version=0.0.4; charset=utf-8";
     std::string why;
-    auto snap = current(why);
-    if (!snap)
+    bool busy = false;
+    auto snap = current(why, &busy);
+    if (busy)
       return answer(res, 503, why + "\n", "text/plain; charset=utf-8");
-    answer(res, 200, snap->metrics, "text/plain; version=0.0.4; charset=utf-8");
+    if (!snap) // what is known without a view: a 200, not a 503
+      return answer(res, 200,
+                    render_pending_metrics(STOKER_VERSION,
+                                           self->target_.nodes, why),
+                    type);
+    answer(res, 200, snap->metrics, type);
   });
   server.Get("/api/state",
              [=](const httplib::Request&, httplib::Response& res) {

@@ -33,18 +33,45 @@ std::string worker_node(const job_view& job, const std::string& worker) {
 
 } // namespace
 
+namespace {
+
+// The families known before any view of the job: the release, whether
+// the view is ready, and the nodes.
+void identity(metrics_text& m, std::string_view version, bool ready,
+              const std::vector<node_row>& nodes) {
+  m.family("stoker_build_info", metric_kind::gauge,
+           "always 1; the Stoker release serving these metrics");
+  m.sample({{"version", std::string{version}}}, 1);
+  m.family("stoker_job_view_ready", metric_kind::gauge,
+           "1 once the router answered a look at the job; 0: only the "
+           "families known without one are served");
+  m.sample({}, ready ? 1 : 0);
+  m.family("stoker_node_up", metric_kind::gauge,
+           "1 while a node of the cluster is joined, 0 once it left");
+  for (auto& n : nodes)
+    m.sample({{"node", n.name}, {"role", to_string(n.role)}},
+             n.state == "left" ? 0 : 1);
+}
+
+} // namespace
+
+std::string render_pending_metrics(std::string_view version,
+                                   const std::vector<node_row>& nodes,
+                                   const std::string& why) {
+  metrics_text m;
+  identity(m, version, false, nodes);
+  std::string text = "# " + why + "\n";
+  for (auto& c : text)
+    if (c == '\n' && &c != &text.back())
+      c = ' ';
+  return text + m.text();
+}
+
 std::string render_metrics(const job_view& job, std::string_view version) {
   metrics_text m;
   auto& r = job.router;
   auto& sum = r.summary;
-  m.family("stoker_build_info", metric_kind::gauge,
-           "always 1; the Stoker release serving these metrics");
-  m.sample({{"version", std::string{version}}}, 1);
-  m.family("stoker_node_up", metric_kind::gauge,
-           "1 while a node of the cluster is joined, 0 once it left");
-  for (auto& n : job.nodes)
-    m.sample({{"node", n.name}, {"role", to_string(n.role)}},
-             n.state == "left" ? 0 : 1);
+  identity(m, version, true, job.nodes);
   m.family("stoker_node_heartbeat_age_seconds", metric_kind::gauge,
            "since the router last heard from a node's workers or trainer");
   for (auto& n : job.nodes)
@@ -55,10 +82,12 @@ std::string render_metrics(const job_view& job, std::string_view version) {
   uint64_t delivered = 0;
   uint64_t dropped = 0;
   uint64_t rejected = 0;
+  uint64_t skipped = 0;
   for (auto& t : job.trainers) {
     delivered += t.samples_delivered;
     dropped += t.dropped_copies;
     rejected += t.rejected_batches;
+    skipped += t.skipped_samples;
   }
   struct scalar {
     const char* name;
@@ -75,6 +104,10 @@ std::string render_metrics(const job_view& job, std::string_view version) {
      "training samples the trainers took in (the report's "
      "samples_delivered)",
      count(delivered)},
+    {"stoker_samples_skipped_total", metric_kind::counter,
+     "samples whose file could not be read or decoded: neither trained on "
+     "nor missing (the report's skipped_files and skipped_sources)",
+     count(skipped)},
     {"stoker_run_seconds", metric_kind::gauge,
      "wall time since the run began", seconds(sum.wall_ns)},
     {"stoker_batches_leased_total", metric_kind::counter,

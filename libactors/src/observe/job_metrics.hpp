@@ -14,6 +14,15 @@ namespace stoker {
 /// reason, never a batch or sample id. Plain function of a snapshot.
 std::string render_metrics(const job_view& job, std::string_view version);
 
+/// What /metrics serves while there is no view of the job (the first look
+/// has not come back, or the router does not answer): what is known
+/// without one (build info, the nodes `nodes` names as up) and
+/// `stoker_job_view_ready 0`, with `why` as a comment. A scraper gets a
+/// 200 from the first request, never a 503.
+std::string render_pending_metrics(std::string_view version,
+                                   const std::vector<node_row>& nodes,
+                                   const std::string& why);
+
 /// The job as the dashboard's JSON (`/api/state`): `report` is exactly the
 /// console's `stats --json` (null before a trainer has joined); `nodes`,
 /// `workers` and `trainers` add what the router sees now (heartbeats,
