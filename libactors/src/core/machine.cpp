@@ -1,9 +1,9 @@
 #include "core/machine.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iterator>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -36,7 +36,9 @@ uint64_t thread_minor_faults() noexcept {
   return static_cast<uint64_t>(usage.ru_minflt);
 }
 
-double process_cpu_seconds() noexcept {
+namespace {
+
+double rusage_cpu_seconds() noexcept {
   rusage usage{};
   if (::getrusage(RUSAGE_SELF, &usage) != 0)
     return 0.0;
@@ -46,31 +48,29 @@ double process_cpu_seconds() noexcept {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
+// Where this process's own clocks start: when the library was loaded (a
+// stoker-node's start; a Python process's `import stoker`). Read once,
+// never written. The wall clock is the steady clock: the process's start
+// as /proc says it (ticks since boot against /proc/uptime) was off by
+// minutes on a fresh VM whose boot clock stepped (CPU utilisation 5% for
+// a run that kept both cores busy).
+struct clock_origin {
+  std::chrono::steady_clock::time_point wall;
+  double cpu_s;
+};
+const clock_origin origin{std::chrono::steady_clock::now(),
+                          rusage_cpu_seconds()};
+
+} // namespace
+
+double process_cpu_seconds() noexcept {
+  return std::max(0.0, rusage_cpu_seconds() - origin.cpu_s);
+}
+
 double process_wall_seconds() noexcept {
-  // /proc/self/stat's 22nd field: the start, in clock ticks since boot;
-  // /proc/uptime: seconds since boot. The 2nd field (the name) may hold
-  // spaces, so count from its closing parenthesis.
-  std::ifstream stat{"/proc/self/stat"};
-  std::ifstream uptime{"/proc/uptime"};
-  std::string line;
-  double up = 0.0;
-  if (!std::getline(stat, line) || !(uptime >> up))
-    return 0.0;
-  auto close = line.rfind(')');
-  if (close == std::string::npos)
-    return 0.0;
-  std::istringstream rest{line.substr(close + 2)};
-  std::string field;
-  for (int i = 3; i < 22 && (rest >> field); ++i) {
-  }
-  unsigned long long start = 0;
-  if (!(rest >> start))
-    return 0.0;
-  auto ticks = ::sysconf(_SC_CLK_TCK);
-  if (ticks <= 0)
-    return 0.0;
-  double wall = up - static_cast<double>(start) / static_cast<double>(ticks);
-  return wall > 0.0 ? wall : 0.0;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now()
+                                       - origin.wall)
+    .count();
 }
 
 uint32_t machine_cores() noexcept {

@@ -30,11 +30,14 @@ void keep_freed_memory() noexcept;
 /// created then).
 constexpr uint64_t warmup_batches = 3;
 
-/// The calling process's CPU time so far (user + system, every thread),
-/// seconds; 0 if the system cannot say.
+/// The calling process's CPU time (user + system, every thread) since the
+/// library was loaded, seconds; 0 if the system cannot say. Measured over
+/// the same span as process_wall_seconds, so their ratio is the share of
+/// one core the process used.
 double process_cpu_seconds() noexcept;
 
-/// Seconds since the calling process started; 0 if the system cannot say.
+/// Seconds since the library was loaded into the calling process (a
+/// stoker-node's start), on the steady clock.
 double process_wall_seconds() noexcept;
 
 /// Cores this machine has (at least 1).
