@@ -310,4 +310,71 @@ BOOST_AUTO_TEST_CASE(start_up_and_the_steady_rate_are_apart) {
   BOOST_TEST(make_report(router, trainer, {}).steady_throughput_sps == 0.0);
 }
 
+BOOST_AUTO_TEST_CASE(a_resumed_run_counts_its_own_samples_and_steps) {
+  // Two ranks resumed at step 15 (240 samples each before), then 5 more
+  // steps of 16 each in 0.8 s, each step 200 ms of compute.
+  router_summary router;
+  router.plan.world = 2;
+  router.samples_expected = 640;
+  router.wall_ns = 800'000'000;
+  router.finished = true;
+  std::vector<trainer_stats> ranks(2);
+  for (uint32_t i = 0; i < 2; ++i) {
+    auto& t = ranks[i];
+    t.grouped = true;
+    t.rank = i;
+    t.steps = 20;
+    t.resumed_steps = 15;
+    t.resumed_samples = 240;
+    t.samples_delivered = t.unique_samples = 320;
+    t.step_ns = 5 * 200'000'000ull;
+    t.ledger_bits.assign(80, 0);
+    for (uint64_t k = 0; k < 320; ++k) { // rank i: ids 320 i .. 320 i + 319
+      auto id = 320 * i + k;
+      t.ledger_bits[id / 8] |= static_cast<uint8_t>(1u << (id % 8));
+    }
+  }
+  auto r = make_report(router, ranks, {});
+  BOOST_TEST(r.samples_delivered == 640u);
+  BOOST_TEST(r.samples_this_run == 160u);
+  BOOST_TEST(r.samples_before_resume == 480u); // the group's, not a rank's
+  BOOST_TEST(r.throughput_sps == 200.0);       // 160 / 0.8 s
+  BOOST_REQUIRE(r.trainers.size() == 2u);
+  BOOST_TEST(r.trainers[0].compute_ms_per_step == 200.0); // not 1000 / 20
+  BOOST_TEST(r.missing == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(skipped_samples_are_handled_not_delivered_and_listed) {
+  router_summary router;
+  router.plan.world = 2;
+  router.samples_expected = 16;
+  router.finished = true;
+  std::vector<trainer_stats> ranks(2);
+  for (uint32_t i = 0; i < 2; ++i) {
+    auto& t = ranks[i];
+    t.grouped = true;
+    t.rank = i;
+    t.unique_samples = 8;   // ids 8 i .. 8 i + 7
+    t.skipped_unique = 1;   // one of them skipped
+    t.samples_delivered = 7;
+    t.skipped_samples = 1;
+    t.skipped_sources = {skip_source{"s.tar", 1, "s.tar:(bytes 0-512): x"}};
+    t.ledger_bits.assign(2, 0);
+    t.ledger_bits[i] = 0xff;
+  }
+  auto r = make_report(router, ranks, {});
+  BOOST_TEST(r.samples_delivered == 14u);
+  BOOST_TEST(r.missing == 0u);
+  BOOST_TEST(r.status == "ok");
+  BOOST_TEST(r.skipped_files == 2u);
+  BOOST_REQUIRE(r.skipped_sources.size() == 1u); // one source, both ranks'
+  BOOST_TEST(r.skipped_sources[0].samples == 2u);
+  BOOST_TEST(r.trainers[0].samples == 7u);
+  auto json = to_json(r);
+  BOOST_TEST(json.find("\"skipped_sources\": [\n    {\"source\": \"s.tar\", "
+                       "\"samples\": 2, ")
+               != std::string::npos,
+             json);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -25,6 +25,7 @@
 #include "node/node_config.hpp"
 
 #include "support/real_data.hpp"
+#include "support/tar_writer.hpp"
 
 using namespace stoker;
 using namespace stoker_test;
@@ -231,10 +232,76 @@ BOOST_AUTO_TEST_CASE(a_run_over_a_folder_with_a_corrupt_file_completes) {
   BOOST_TEST(r->missing == 0u);
   BOOST_TEST(r->duplicates == 0u);
   BOOST_TEST(r->skipped_files == 2u); // once per epoch
+  BOOST_TEST(r->samples_delivered == 2u * 200); // the skipped are not
   BOOST_REQUIRE(!r->skipped_file_examples.empty());
   BOOST_TEST(has(r->skipped_file_examples[0], "zz-corrupt.png"));
+  BOOST_TEST(has(r->skipped_file_examples[0], "not a decodable image"));
+  BOOST_REQUIRE(r->skipped_sources.size() == 1u);
+  BOOST_TEST(has(r->skipped_sources[0].source, "zz-corrupt.png"));
+  BOOST_TEST(r->skipped_sources[0].samples == 2u);
   BOOST_TEST(r->epoch_train_loss.size() == 2u);
   BOOST_TEST(r->steps == 2u * 7); // ceil(201 / 32) per epoch
+}
+
+BOOST_AUTO_TEST_CASE(damaged_shards_lose_only_the_damage_and_the_report_says_where) {
+  scratch_dir dir{"shards-damaged"};
+  auto pattern = write_shards(dir.path, 6, 50, 5, 28);
+  auto shard = [&](int i) {
+    return dir.path + "/train-00000" + std::to_string(i) + ".tar";
+  };
+  // Member starts: each sample is KEY.png then KEY.cls, the same sizes
+  // within a label; find sample 25's header by walking shard 3's members.
+  auto read_all = [](const std::string& path) {
+    std::ifstream in{path, std::ios::binary};
+    return std::string{std::istreambuf_iterator<char>{in}, {}};
+  };
+  auto members_at = [](const std::string& bytes) {
+    std::vector<size_t> at;
+    size_t pos = 0;
+    while (pos + 512 <= bytes.size() && bytes[pos] != '\0') {
+      at.push_back(pos);
+      auto size = std::stoull(bytes.substr(pos + 124, 11), nullptr, 8);
+      pos += 512 + (size + 511) / 512 * 512;
+    }
+    return at;
+  };
+  auto third = read_all(shard(3));
+  auto at = members_at(third)[2 * 25]; // sample 25's image member
+  for (size_t i = 0; i < 512; ++i)
+    third[at + i] = static_cast<char>(0x5a ^ i);
+  write_bytes(shard(3), third);
+  // Shard 5 cut inside sample 20's image.
+  auto fifth = read_all(shard(5));
+  write_bytes(shard(5), fifth.substr(0, members_at(fifth)[2 * 20] + 600));
+  auto r = train_small_cnn(
+    {"--pipeline.source=tar-shards", "--pipeline.data=" + pattern});
+  BOOST_REQUIRE_MESSAGE(r, why(r));
+  // Per epoch: 200 + 49 (shard 3: the damaged member lost) + 20 (shard 5
+  // up to the cut) trained; skipped: the damaged blocks, sample 25's
+  // label without its image, and the cut sample.
+  BOOST_TEST(r->samples_delivered == 2u * 269);
+  BOOST_TEST(r->skipped_files == 2u * 3);
+  BOOST_TEST(r->missing == 0u);
+  BOOST_TEST(r->duplicates == 0u);
+  BOOST_TEST(r->status == "ok");
+  BOOST_REQUIRE(r->skipped_sources.size() == 2u);
+  auto& a = r->skipped_sources[0].source == shard(3) ? r->skipped_sources[0]
+                                                      : r->skipped_sources[1];
+  auto& b = &a == &r->skipped_sources[0] ? r->skipped_sources[1]
+                                          : r->skipped_sources[0];
+  BOOST_TEST(a.source == shard(3));
+  BOOST_TEST(a.samples == 2u * 2);
+  BOOST_TEST(b.source == shard(5));
+  BOOST_TEST(b.samples == 2u);
+  BOOST_TEST(has(b.reason, "truncated"), b.reason);
+  BOOST_REQUIRE(r->data_damage.size() == 2u);
+  BOOST_TEST(has(r->data_damage[0], shard(3) + ": the tar header at byte "
+                                       + std::to_string(at)),
+             r->data_damage[0]);
+  BOOST_TEST(has(r->data_damage[1], shard(5) + ": truncated"),
+             r->data_damage[1]);
+  BOOST_TEST(has(r->data_damage[1], "20 sample(s) indexed before the cut"),
+             r->data_damage[1]);
 }
 
 BOOST_AUTO_TEST_CASE(shards_from_make_shards_train_each_sample_once_per_epoch) {
@@ -258,8 +325,11 @@ BOOST_AUTO_TEST_CASE(shards_from_make_shards_train_each_sample_once_per_epoch) {
   BOOST_TEST(r->missing == 0u);
   BOOST_TEST(r->duplicates == 0u);
   BOOST_TEST(r->skipped_files == 2u); // once per epoch
+  BOOST_TEST(r->samples_delivered == 2u * 200);
   BOOST_REQUIRE(!r->skipped_file_examples.empty());
   BOOST_TEST(has(r->skipped_file_examples[0], ".tar:"));
+  BOOST_REQUIRE(r->skipped_sources.size() == 1u);
+  BOOST_TEST(has(r->skipped_sources[0].source, ".tar"));
   BOOST_TEST(r->steps == 2u * 7); // ceil(201 / 32) per epoch
   // A node whose shards differ from the head's is refused, by name.
   data_spec d;

@@ -119,6 +119,13 @@ BOOST_AUTO_TEST_CASE(a_truncated_shard_keeps_its_whole_samples_and_names_the_cut
   auto cut = error_of(read_tar_sample(*listing, 5));
   BOOST_TEST(has(cut, "cut.tar:0005"), cut);
   BOOST_TEST(has(cut, "truncated: the shard ends at byte"), cut);
+  // The shard itself is named as truncated, with what came before the cut.
+  BOOST_REQUIRE(listing->damage.size() == 1u);
+  BOOST_TEST(listing->damage[0]
+             == dir.path + "/cut.tar: truncated: the shard ends at byte "
+                  + std::to_string(whole + 512 + 20)
+                  + ", inside 0005.png; 5 sample(s) indexed before the cut, "
+                    "any after it are lost");
   // Cut inside a header: a sample of its own, named by the byte.
   write_bytes(dir.path + "/cut2.tar", bytes.substr(0, whole + 100));
   auto second = list_tar_shards(dir.path + "/cut2.tar", 0);
@@ -147,9 +154,53 @@ BOOST_AUTO_TEST_CASE(a_file_that_is_not_a_tar_is_refused_by_name) {
   BOOST_REQUIRE_MESSAGE(partly, why(partly));
   BOOST_TEST(partly->samples.size() == 2u);
   BOOST_TEST(has(error_of(read_tar_sample(*partly, 1)),
-                 "b.tar:(byte " + std::to_string(first.size())
+                 "b.tar:(bytes " + std::to_string(first.size()) + "-"
+                   + std::to_string(first.size() + 512 * 4)
                    + "): the tar header at byte "
                    + std::to_string(first.size()) + " fails its checksum"));
+  BOOST_TEST(has(error_of(read_tar_sample(*partly, 1)),
+                 "no header after them"));
+}
+
+BOOST_AUTO_TEST_CASE(a_damaged_header_loses_its_member_and_indexing_goes_on) {
+  scratch_dir dir{"tar-resync"};
+  std::string bytes;
+  std::vector<size_t> starts;
+  for (int i = 0; i < 50; ++i) {
+    starts.push_back(bytes.size());
+    bytes += sample_members("k" + std::to_string(100 + i), i % 5);
+  }
+  bytes += tar_end();
+  // Garbage over the header of sample 20's image member, as a bad disk
+  // block would leave it.
+  auto at = starts[20];
+  for (size_t i = 0; i < 512; ++i)
+    bytes[at + i] = static_cast<char>((i * 131 + 7) & 0xff);
+  write_bytes(dir.path + "/a.tar", bytes);
+  auto listing = list_tar_shards(dir.path + "/a.tar", 0);
+  BOOST_REQUIRE_MESSAGE(listing, why(listing));
+  // Sample 20 keeps only its .cls (no image: a problem); the damaged
+  // blocks are one problem sample; the 29 after them are read as before.
+  uint64_t readable = 0;
+  for (uint64_t i = 0; i < listing->samples.size(); ++i)
+    readable += read_tar_sample(*listing, i) ? 1 : 0;
+  BOOST_TEST(readable == 49u);
+  BOOST_TEST(listing->samples.size() == 51u);
+  BOOST_TEST(listing->samples.back().member == "k149.png");
+  BOOST_REQUIRE(listing->damage.size() == 1u);
+  auto& line = listing->damage.front();
+  auto image_blocks = (png_bytes(20 % 5 + 1).size() + 511) / 512;
+  auto next = at + 512 * (1 + image_blocks); // the .cls member's header
+  auto range = std::to_string(at) + " to " + std::to_string(next);
+  BOOST_TEST(has(line, dir.path + "/a.tar: the tar header at byte "
+                         + std::to_string(at) + " fails its checksum"),
+             line);
+  BOOST_TEST(has(line, "bytes " + range + " unreadable"), line);
+  BOOST_TEST(has(line, "indexing went on at the next header, at byte "
+                         + std::to_string(next)),
+             line);
+  auto lost = error_of(read_tar_sample(*listing, 20));
+  BOOST_TEST(has(lost, "a.tar:(bytes " + std::to_string(at) + "-"), lost);
 }
 
 BOOST_AUTO_TEST_CASE(patterns_expand_and_a_missing_shard_is_named) {

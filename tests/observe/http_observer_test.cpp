@@ -210,11 +210,10 @@ BOOST_AUTO_TEST_CASE(five_hundred_scrapes_at_once_are_answered_within_a_second) 
 }
 
 BOOST_AUTO_TEST_CASE(a_real_prometheus_scrapes_the_run_and_answers_promql) {
-  if (!has("prometheus")) {
-    BOOST_TEST_MESSAGE("skipped: no prometheus binary (tools/setup installs "
-                       "Debian's prometheus)");
-    return;
-  }
+  // tools/setup installs it: its absence is a failure, never a pass.
+  BOOST_REQUIRE_MESSAGE(has("prometheus"),
+                        "no prometheus binary; tools/setup installs Debian's "
+                        "prometheus");
   auto run = start_observed("prom", 9600, 25, "2s");
   auto dir = tmp_path("prometheus");
   std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
@@ -258,11 +257,8 @@ BOOST_AUTO_TEST_CASE(a_real_prometheus_scrapes_the_run_and_answers_promql) {
 }
 
 BOOST_AUTO_TEST_CASE(a_headless_browser_shows_the_live_dashboard) {
-  if (!has("chromium")) {
-    BOOST_TEST_MESSAGE("skipped: no chromium (tools/setup installs Debian's "
-                       "chromium)");
-    return;
-  }
+  BOOST_REQUIRE_MESSAGE(has("chromium"),
+                        "no chromium; tools/setup installs Debian's chromium");
   // Killed at the end. The browser's virtual clock polls faster than real
   // time passes: a fresh look at the job for every request gives it two
   // to compare.

@@ -77,12 +77,14 @@ BOOST_AUTO_TEST_CASE(header_carries_the_split_and_skipped_files) {
   batch.part = split::test;
   batch.skipped_ids = {41, 42};
   batch.skipped_names = {"/data/a/41.png", "/data/b/42.png"};
+  batch.skipped_sources = {"/data/a/41.png", "/data/b.tar"};
   image_batch out;
   auto err = round_trip(batch, out);
   BOOST_TEST(!err, describe(err));
   BOOST_TEST((out.part == split::test));
   BOOST_TEST(out.skipped_ids == batch.skipped_ids);
   BOOST_TEST(out.skipped_names == batch.skipped_names);
+  BOOST_TEST(out.skipped_sources == batch.skipped_sources);
   // Every cut of this longer header is still refused.
   std::vector<char> head;
   encode_frame_head(batch, head);

@@ -52,6 +52,10 @@ public:
 
   /// The sample's name in messages and the report (its file, or its index).
   virtual std::string name(uint64_t index) const = 0;
+
+  /// Where a skipped sample is counted in the log and the report: the
+  /// container it came from (a tar shard), or by default its own name.
+  virtual std::string source_of(uint64_t index) const { return name(index); }
 };
 
 /// The samples a limit (pipeline.dataset-size, pipeline.eval-size) keeps

@@ -98,9 +98,14 @@ struct image_batch {
   std::string producer; ///< name of the worker that made it
   split part = split::train; ///< test: evaluated, not trained on
   /// Samples of this batch whose file could not be read or decoded: left
-  /// out of the images, accounted as delivered, named in the report.
+  /// out of the images, accounted as handled (not delivered), counted and
+  /// named in the log and the report.
   std::vector<uint64_t> skipped_ids;
-  std::vector<std::string> skipped_names; ///< their files, same order
+  /// Why, same order: the file and what is wrong with it.
+  std::vector<std::string> skipped_names;
+  /// Where each is counted, same order: its shard, or its own file
+  /// (dataset::source_of).
+  std::vector<std::string> skipped_sources;
   batch_slot slot; ///< the work item's: which trainer, and when
   /// The images are known to match `checksums` in this process: taken as
   /// this process's own worker wrote them (set when it hands the batch to a
@@ -247,23 +252,44 @@ struct worker_stats {
   uint64_t file_pixels = 0;
 };
 
+/// Samples skipped from one source (a shard, or a file of its own) over a
+/// run: how many (each epoch's counted), and the first reason seen.
+struct skip_source {
+  std::string source;
+  uint64_t samples = 0;
+  std::string reason;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, skip_source& x) {
+  return f(caf::meta::type_name("skip_source"), x.source, x.samples,
+           x.reason);
+}
+
 /// Counters of one trainer, for the run report.
 struct trainer_stats {
   std::string device;
   bool simulated = false;
   uint64_t steps = 0;
-  uint64_t samples_delivered = 0;
+  uint64_t samples_delivered = 0; ///< trained on (skipped ones are not)
+  /// Training samples handled, each once: trained on or skipped.
   uint64_t unique_samples = 0;
+  uint64_t skipped_unique = 0; ///< of those, skipped (the ledger's)
   uint64_t duplicates = 0;
   uint64_t rejected_batches = 0;
   uint64_t dropped_copies = 0; ///< second copies of a batch (hedging), dropped
   uint64_t resumed_samples = 0; ///< delivered before a restart (checkpoint)
+  /// Steps taken before a restart: in `steps`, not in the times below,
+  /// which are this run's.
+  uint64_t resumed_steps = 0;
   uint64_t wait_ns = 0; ///< accelerator idle: time spent waiting for data
   uint64_t step_ns = 0; ///< time spent in training steps
   double last_loss = 0.0;
   std::string first_error; ///< the first rejected batch's reason, if any
   uint64_t skipped_samples = 0; ///< unreadable or corrupt files
   std::vector<std::string> skipped_examples; ///< the first few of them
+  /// Every skipped sample by where it came from (skip_tally::sources).
+  std::vector<skip_source> skipped_sources;
   /// Per epoch: the mean training loss and (trainer.eval) the test
   /// accuracy; < 0 where not measured (the simulated accelerator). Not NaN:
   /// CAF 0.17's serializer turns NaN into -1 on the way between nodes.
@@ -433,7 +459,7 @@ typename Inspector::result_type inspect(Inspector& f, image_batch& x) {
   return f(caf::meta::type_name("image_batch"), x.epoch, x.batch_id,
            x.sample_ids, x.labels, x.type, x.order, x.height, x.width,
            x.channels, x.data, x.checksums, x.producer, x.part,
-           x.skipped_ids, x.skipped_names, x.slot);
+           x.skipped_ids, x.skipped_names, x.skipped_sources, x.slot);
 }
 
 template <class Inspector>
@@ -488,10 +514,13 @@ typename Inspector::result_type inspect(Inspector& f, worker_stats& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
   return f(caf::meta::type_name("trainer_stats"), x.device, x.simulated,
-           x.steps, x.samples_delivered, x.unique_samples, x.duplicates,
+           x.steps, x.samples_delivered, x.unique_samples, x.skipped_unique,
+           x.duplicates,
            x.rejected_batches, x.dropped_copies, x.resumed_samples,
+           x.resumed_steps,
            x.wait_ns, x.step_ns, x.last_loss, x.first_error,
-           x.skipped_samples, x.skipped_examples, x.epoch_train_loss,
+           x.skipped_samples, x.skipped_examples, x.skipped_sources,
+           x.epoch_train_loss,
            x.epoch_test_accuracy, x.gpu_blurred_batches, x.steady_faults,
            x.steady_batches, x.rank, x.node, x.collective_ns,
            x.padded_samples, x.ledger_bits, x.batches_received,

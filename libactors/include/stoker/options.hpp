@@ -278,6 +278,9 @@ struct data_spec {
   uint32_t num_classes = 0;
   image_shape output;      ///< what the trainer gets (CHW)
   std::string fingerprint; ///< of the file listings (image-folder)
+  /// Damage the listing found (source_view::damage), for the log and the
+  /// report.
+  std::vector<std::string> damage;
 };
 
 template <class Inspector>
@@ -286,7 +289,7 @@ typename Inspector::result_type inspect(Inspector& f, data_spec& x) {
            x.transforms, x.eval_transforms, x.eval, x.decode_region,
            x.train_limit,
            x.eval_limit, x.seed, x.train_size, x.eval_size, x.num_classes,
-           x.output, x.fingerprint);
+           x.output, x.fingerprint, x.damage);
 }
 
 // -- the trainer ------------------------------------------------------------

@@ -90,6 +90,9 @@ struct source_view {
   /// whole shards, then within pipeline.shuffle-buffer. Empty: the epoch's
   /// order is one permutation of every sample.
   std::vector<uint64_t> shards;
+  /// Damage found while listing (a line each, naming the file and the
+  /// bytes): logged once at the start and listed in the report.
+  std::vector<std::string> damage;
 };
 
 /// A source: how to enumerate and read the samples of a dataset.

@@ -89,6 +89,16 @@ run_report make_report(const router_summary& router,
     sum.steady_batches += t.steady_batches;
     sum.rejected_batches += t.rejected_batches;
     sum.skipped_samples += t.skipped_samples;
+    sum.skipped_unique += t.skipped_unique;
+    for (auto& x : t.skipped_sources) {
+      auto same = std::find_if(sum.skipped_sources.begin(),
+                               sum.skipped_sources.end(),
+                               [&](auto& y) { return y.source == x.source; });
+      if (same == sum.skipped_sources.end())
+        sum.skipped_sources.push_back(x);
+      else
+        same->samples += x.samples;
+    }
     sum.padded_samples += t.padded_samples;
     if (sum.first_error.empty())
       sum.first_error = t.first_error;
@@ -122,6 +132,8 @@ run_report make_report(const router_summary& router,
   // trained before the restart, its wall time does not.
   auto this_run = sum.samples_delivered
                   - std::min(sum.samples_delivered, sum.resumed_samples);
+  r.samples_this_run = this_run;
+  r.samples_before_resume = sum.samples_delivered - this_run;
   r.throughput_sps
     = r.wall_s > 0 ? static_cast<double>(this_run) / r.wall_s : 0;
   double idle_sum = 0.0;
@@ -143,19 +155,24 @@ run_report make_report(const router_summary& router,
     e.node = t.node;
     e.device = t.device;
     e.steps = t.steps;
-    e.samples = t.unique_samples;
+    e.samples = t.unique_samples - std::min(t.unique_samples,
+                                            t.skipped_unique);
     double busy = static_cast<double>(t.step_ns);
     double wait = static_cast<double>(t.wait_ns);
     double coll = static_cast<double>(t.collective_ns);
     double total = busy + wait + coll;
     e.idle_fraction = total > 0 ? wait / total : 0;
     e.collective_fraction = total > 0 ? coll / total : 0;
-    e.data_wait_ms_per_step
-      = t.steps > 0 ? wait * 1e-6 / static_cast<double>(t.steps) : 0;
-    e.compute_ms_per_step
-      = t.steps > 0 ? busy * 1e-6 / static_cast<double>(t.steps) : 0;
-    e.collective_ms_per_step
-      = t.steps > 0 ? coll * 1e-6 / static_cast<double>(t.steps) : 0;
+    // The times are this run's: so are the steps they are divided by (a
+    // resumed rank's count includes the steps before the restart).
+    auto run_steps = static_cast<double>(
+      t.steps - std::min(t.steps, t.resumed_steps));
+    auto per_step = [&](double ns) {
+      return run_steps > 0 ? ns * 1e-6 / run_steps : 0;
+    };
+    e.data_wait_ms_per_step = per_step(wait);
+    e.compute_ms_per_step = per_step(busy);
+    e.collective_ms_per_step = per_step(coll);
     idle_sum += e.idle_fraction;
     r.accelerator_idle_max = std::max(r.accelerator_idle_max,
                                       e.idle_fraction);
@@ -226,6 +243,7 @@ run_report make_report(const router_summary& router,
   r.first_error = sum.first_error;
   r.skipped_files = sum.skipped_samples;
   r.skipped_file_examples = sum.skipped_examples;
+  r.skipped_sources = sum.skipped_sources;
   // Not measured (< 0 in the trainer's counters) is NaN here: null in JSON.
   auto measured = [](std::vector<double> xs) {
     for (auto& x : xs)
@@ -279,6 +297,7 @@ run_report make_failed_report(const router_summary& so_far,
                                     [](auto& t) { return t.answered; });
   if (none_answered) {
     r.samples_delivered = so_far.samples_acked;
+    r.samples_this_run = so_far.samples_acked;
     r.missing = so_far.samples_expected
                 - std::min(so_far.samples_expected, so_far.samples_acked);
     auto wall = r.wall_s;
@@ -296,6 +315,8 @@ std::string to_json(const run_report& r) {
   out << "{\n"
       << "  \"status\": " << json_quoted(r.status) << ",\n"
       << "  \"samples_delivered\": " << r.samples_delivered << ",\n"
+      << "  \"samples_this_run\": " << r.samples_this_run << ",\n"
+      << "  \"samples_before_resume\": " << r.samples_before_resume << ",\n"
       << "  \"duplicates\": " << r.duplicates << ",\n"
       << "  \"missing\": " << r.missing << ",\n"
       << "  \"steps\": " << r.steps << ",\n"
@@ -374,6 +395,18 @@ std::string to_json(const run_report& r) {
       << "  \"skipped_file_examples\": [";
   for (size_t i = 0; i < r.skipped_file_examples.size(); ++i)
     out << (i == 0 ? "" : ", ") << json_quoted(r.skipped_file_examples[i]);
+  out << "],\n"
+      << "  \"skipped_sources\": [";
+  for (size_t i = 0; i < r.skipped_sources.size(); ++i) {
+    auto& s = r.skipped_sources[i];
+    out << (i == 0 ? "\n" : ",\n") << "    {\"source\": "
+        << json_quoted(s.source) << ", \"samples\": " << s.samples
+        << ", \"reason\": " << json_quoted(s.reason) << "}";
+  }
+  out << (r.skipped_sources.empty() ? "],\n" : "\n  ],\n")
+      << "  \"data_damage\": [";
+  for (size_t i = 0; i < r.data_damage.size(); ++i)
+    out << (i == 0 ? "" : ", ") << json_quoted(r.data_damage[i]);
   out << "],\n"
       << "  \"decoded_files\": " << r.decoded_files << ",\n"
       << "  \"decode_ms_per_file\": " << json_number(r.decode_ms_per_file)

@@ -56,12 +56,17 @@ struct run_report {
   /// How the run ended: "ok" (every item acknowledged), "stopped" (ended
   /// on purpose: stopped_by says how) or "failed" (first_error says why).
   std::string status = "ok";
-  uint64_t samples_delivered = 0; ///< samples trained on, duplicates included
+  /// Samples trained on, duplicates included; skipped ones are not.
+  uint64_t samples_delivered = 0;
+  /// Of samples_delivered, those of this run and those trained before a
+  /// resume (the group's, every rank counted); the rates count this run's.
+  uint64_t samples_this_run = 0;
+  uint64_t samples_before_resume = 0;
   uint64_t duplicates = 0;
   uint64_t missing = 0; ///< samples of the run never trained on
   uint64_t steps = 0;
   double wall_s = 0.0;
-  double throughput_sps = 0.0; ///< samples delivered in this run / wall_s
+  double throughput_sps = 0.0; ///< samples_this_run / wall_s
   /// Start-up apart: from the run's start to the first acknowledged batch,
   /// and the rate after it (samples after the first batch over the time
   /// after it; 0 with fewer than two batches).
@@ -108,6 +113,12 @@ struct run_report {
   std::string first_error;
   uint64_t skipped_files = 0; ///< unreadable or corrupt, left out
   std::vector<std::string> skipped_file_examples; ///< the first few
+  /// Every skipped sample by where it came from (its shard, or its own
+  /// file), with the first reason: "ok" means nothing else is undelivered.
+  std::vector<skip_source> skipped_sources;
+  /// Damage the source's listing found (pipeline.data_damage: a tar shard
+  /// that is truncated, byte ranges that could not be read).
+  std::vector<std::string> data_damage;
   /// Every worker's decode steps: files decoded, the decoder's time per
   /// file, and the share of the files' pixels it made (below 1 where the
   /// fused start decoded only a crop's rows and columns, at M/8). NaN,

@@ -121,6 +121,10 @@ public:
     return tar_sample_name(listing_, index);
   }
 
+  std::string source_of(uint64_t index) const override {
+    return listing_.shards[listing_.samples[index].shard];
+  }
+
 private:
   shard_listing listing_;
 };
@@ -354,6 +358,7 @@ caf::expected<source_view> resolve_shards(const data_spec& data,
   v.num_classes = train->num_classes;
   v.fingerprint = train->fingerprint;
   v.shards = train->counts;
+  v.damage = train->damage;
   if (data.eval) {
     if (data.eval_data.empty())
       return bad("trainer.eval = true with a tar-shards source needs "
@@ -368,6 +373,7 @@ caf::expected<source_view> resolve_shards(const data_spec& data,
                  + std::to_string(v.num_classes));
     v.eval_size = test->samples.size();
     v.fingerprint += ":" + test->fingerprint;
+    v.damage.insert(v.damage.end(), test->damage.begin(), test->damage.end());
   }
   return v;
 }

@@ -49,6 +49,7 @@ caf::error resolve_data(data_spec& data, source_spec& source,
   data.eval_size = view->eval_size;
   data.num_classes = view->num_classes;
   data.fingerprint = view->fingerprint;
+  data.damage = view->damage;
   if (data.train_size == 0)
     return bad("pipeline.source = \"" + data.source.text
                + "\": no samples in pipeline.data = \"" + data.data

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "stoker/errors.hpp"
 #include "core/checksum.hpp"
 #include "kernels/blur.hpp"
 
@@ -27,9 +28,14 @@ image_batch map_samples(const dataset& data,
                                              draw_key{seed, item.epoch, id},
                                              batch.image(kept), tally)
                         : caf::expected<cv::Mat>{std::move(input.error())};
-    if (!pixels) { // an unreadable or corrupt file: skip it, say which
+    if (!pixels) { // an unreadable or corrupt file: skip it, say why
+      auto name = data.name(id);
+      auto why = describe(pixels.error());
+      if (why.compare(0, name.size(), name) != 0)
+        why = name + ": " + why;
       batch.skipped_ids.push_back(id);
-      batch.skipped_names.push_back(data.name(id));
+      batch.skipped_names.push_back(std::move(why));
+      batch.skipped_sources.push_back(data.source_of(id));
       continue;
     }
     auto& img = *pixels;

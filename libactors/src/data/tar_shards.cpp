@@ -217,32 +217,38 @@ public:
     while (!full()) {
       if (pos + block > size_) {
         if (pos < size_)
-          damaged_header(pos, "truncated inside a tar header at byte "
-                                + std::to_string(pos));
+          truncated(pos, "truncated inside a tar header at byte "
+                           + std::to_string(pos));
         break; // an archive without its two zero blocks still ends here
       }
       if (file.read_at(reinterpret_cast<char*>(h), block, pos) < block) {
-        damaged_header(pos, "cannot read the tar header at byte "
-                              + std::to_string(pos));
+        damaged_header(pos, size_, "cannot read the tar header at byte "
+                                     + std::to_string(pos));
         break;
       }
       if (std::all_of(h, h + block, [](unsigned char c) { return c == 0; }))
         break; // the end-of-archive blocks
-      uint64_t sum = 0;
-      uint64_t stored = 0;
-      for (size_t i = 0; i < block; ++i)
-        sum += (i >= 148 && i < 156) ? ' ' : h[i];
-      if (!parse_number(h + 148, 8, stored) || stored != sum) {
-        damaged_header(pos, "the tar header at byte " + std::to_string(pos)
-                              + " fails its checksum (not a tar file, or "
-                                "damaged)");
-        break;
-      }
       uint64_t size = 0;
-      if (!parse_number(h + 124, 12, size)) {
-        damaged_header(pos, "the tar header at byte " + std::to_string(pos)
-                              + " has no readable size");
-        break;
+      if (!header_holds(h) || !parse_number(h + 124, 12, size)) {
+        // As GNU tar's "skipping to next header": the blocks up to the next
+        // header that holds are lost (one member, where only its header
+        // was hit), the members after them are read as usual.
+        auto next = next_header(pos + block);
+        damaged_header(pos, next,
+                       "the tar header at byte " + std::to_string(pos)
+                         + (header_sum_holds(h) ? " has no readable size"
+                                                : " fails its checksum")
+                         + " (not a tar file, or damaged): bytes "
+                         + std::to_string(pos) + " to " + std::to_string(next)
+                         + " unreadable"
+                         + (next < size_ ? "; indexing went on at the next "
+                                           "header, at byte "
+                                             + std::to_string(next)
+                                         : "; no header after them"));
+        pos = next;
+        long_name.clear();
+        pax_sized = false;
+        continue;
       }
       if (pax_sized)
         size = pax_size;
@@ -260,10 +266,12 @@ public:
         auto why = "truncated: the shard ends at byte " + std::to_string(size_)
                    + ", the member " + name + " needs bytes "
                    + std::to_string(at) + " to " + std::to_string(at + size);
-        if (member(name, at, size, false))
+        if (member(name, at, size, false)) {
           current_->problem = why; // its group is cut short
-        else
-          damaged_header(pos, why);
+          note_truncation(name);
+        } else {
+          truncated(pos, why);
+        }
         break;
       }
       if (type == 'x' || type == 'L') {
@@ -402,10 +410,53 @@ private:
     return true;
   }
 
-  // Damage at a header (byte `pos`): the open group is whole; what comes
-  // after is lost, and one sample named by the byte says so.
-  void damaged_header(uint64_t pos, const std::string& why) {
+  static bool header_sum_holds(const unsigned char* h) {
+    uint64_t sum = 0;
+    uint64_t stored = 0;
+    for (size_t i = 0; i < block; ++i)
+      sum += (i >= 148 && i < 156) ? ' ' : h[i];
+    return parse_number(h + 148, 8, stored) && stored == sum;
+  }
+
+  static bool header_holds(const unsigned char* h) {
+    uint64_t size = 0;
+    return header_sum_holds(h) && parse_number(h + 124, 12, size);
+  }
+
+  // The first block at or after `from` that is a tar header whose checksum
+  // and size hold, or the shard's end. A member's data block passing both
+  // by chance is as unlikely as it is for GNU tar, which resyncs alike.
+  uint64_t next_header(uint64_t from) const {
+    unsigned char h[block];
+    for (auto at = from; at + block <= size_; at += block) {
+      if (file_->read_at(reinterpret_cast<char*>(h), block, at) < block)
+        break;
+      if (!std::all_of(h, h + block, [](unsigned char c) { return c == 0; })
+          && header_holds(h))
+        return at;
+    }
+    return size_;
+  }
+
+  // Damage at a header (bytes `pos` to `next`): the open group is whole;
+  // the damaged blocks become one sample named by their byte range, so the
+  // report counts them each epoch, and the listing says where they were.
+  void damaged_header(uint64_t pos, uint64_t next, const std::string& why) {
     flush();
+    out_.damage.push_back(shard_name() + ": " + why);
+    if (full())
+      return;
+    current_ = group{};
+    current_->key = current_->sample.member =
+      "(bytes " + std::to_string(pos) + "-" + std::to_string(next) + ")";
+    current_->problem = why;
+  }
+
+  // The shard ends inside a header (at `pos`): a sample named by the byte,
+  // and the listing says the shard is truncated.
+  void truncated(uint64_t pos, const std::string& why) {
+    flush();
+    note_truncation("a tar header");
     if (full())
       return;
     current_ = group{};
@@ -413,6 +464,18 @@ private:
       "(byte " + std::to_string(pos) + ")";
     current_->problem = why;
   }
+
+  void note_truncation(const std::string& inside) {
+    // The open group (the cut one) is not flushed yet: what came before
+    // it is whole.
+    out_.damage.push_back(shard_name() + ": truncated: the shard ends at byte "
+                          + std::to_string(size_) + ", inside " + inside
+                          + "; " + std::to_string(out_.counts[shard_])
+                          + " sample(s) indexed before the cut, any after "
+                            "it are lost");
+  }
+
+  std::string shard_name() const { return out_.shards[shard_]; }
 
   void flush() {
     if (!current_)

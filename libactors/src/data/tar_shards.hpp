@@ -31,15 +31,22 @@ struct tar_sample {
 /// What list_tar_shards found: every sample of every shard, in shard order
 /// and member order within a shard. A group that cannot be a training
 /// sample (no image member, no label, a member cut off by the end of a
-/// truncated shard, a header that fails its checksum) is still a sample,
-/// with `problems` saying why: reading it fails, naming the shard and the
-/// member, so the worker skips it and the report counts it each epoch, as
-/// it does a corrupt file in an image folder.
+/// truncated shard) is still a sample, with `problems` saying why: reading
+/// it fails, naming the shard and the member, so the worker skips it and
+/// the report counts it each epoch, as it does a corrupt file in an image
+/// folder. A header that fails its checksum is skipped with the blocks up
+/// to the next header that holds (as GNU tar does); those bytes become one
+/// such sample, named by their range, and the members after them are read.
 struct shard_listing {
   std::vector<std::string> shards;   ///< paths, in order
   std::vector<uint64_t> counts;      ///< samples per shard
   std::vector<tar_sample> samples;   ///< in shard order
   std::unordered_map<uint64_t, std::string> problems; ///< by sample index
+  /// Damage to the shards themselves, a line each naming the shard: byte
+  /// ranges that could not be read, a shard that ends early (where, and
+  /// how many samples were indexed before the cut). For the log and the
+  /// report: what a shard lost cannot be counted in samples.
+  std::vector<std::string> damage;
   uint32_t num_classes = 0;          ///< the largest label + 1
   std::string fingerprint;           ///< of the shards' names, sizes, keys
 };

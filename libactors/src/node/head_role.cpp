@@ -15,6 +15,7 @@
 #include "data/epoch_source.hpp"
 #include "node/membership_actor.hpp"
 #include "node/node_links.hpp"
+#include "node/prepare_run.hpp"
 #include "node/run_outcome.hpp"
 #include "observe/http_observer.hpp"
 #include "observe/progress_line.hpp"
@@ -189,6 +190,10 @@ caf::expected<router_journal> open_journal(const run_config& cfg) {
 int head_role_main(caf::actor_system& sys, const run_config& cfg,
                    node_links& links) {
   print_banner(cfg);
+  if (auto err = check_ports_free(cfg.node)) {
+    std::cerr << "stoker-node: refused: " << describe(err) << std::endl;
+    return 2;
+  }
   auto journal = open_journal(cfg);
   if (!journal) {
     std::cerr << "stoker-node: " << describe(journal.error()) << std::endl;
@@ -315,6 +320,8 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
                                        members.workers, err);
       });
   progress.reset(); // ends its line before the run's are printed
+  if (result)
+    result->data_damage = cfg.pipeline.data.damage;
   int code = finish_run(result, cfg);
   linger(observer->get(), cfg.node.metrics, "head");
   observer->reset();

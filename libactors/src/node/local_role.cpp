@@ -11,6 +11,7 @@
 #include "config/run_config.hpp"
 #include "console/node_consoles.hpp"
 #include "node/node_links.hpp"
+#include "node/prepare_run.hpp"
 #include "observe/http_observer.hpp"
 #include "observe/progress_line.hpp"
 #include "core/machine.hpp"
@@ -60,8 +61,10 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
           const trainer_hooks* hooks) {
   // The data-parallel group: trainer.count trainers in this process.
   auto world = trainers_on_node(cfg.node.trainer);
-  // A checkpoint that cannot resume this run is refused before anything
-  // starts (exit 2), not after the trainers found out.
+  // A port that is taken, or a checkpoint that cannot resume this run, is
+  // refused before anything starts (exit 2), not after the workers ran.
+  if (auto err = check_ports_free(cfg.node))
+    return err;
   if (auto err = check_resume(cfg, world))
     return err;
   epoch_source plan{cfg.pipeline.source};
@@ -162,6 +165,8 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
                                          err);
         });
   progress.reset(); // ends its line before anything else is printed
+  if (result)
+    result->data_damage = cfg.pipeline.data.damage;
   if (observer) {
     linger(observer->get(), cfg.node.metrics, "local");
     observer->reset(); // before the actors it asks

@@ -100,6 +100,27 @@ std::string pipeline_line(const pipeline_options& p) {
   return out;
 }
 
+// What was skipped, one line a source (the report lists every one), and
+// the damage the listing found.
+void print_skips(const run_report& r) {
+  constexpr size_t shown = 10;
+  if (r.skipped_files > 0)
+    std::cout << "  skipped " << r.skipped_files
+              << " sample(s) that could not be read or decoded (each epoch's "
+                 "counted; neither trained on nor missing):"
+              << std::endl;
+  for (size_t i = 0; i < r.skipped_sources.size() && i < shown; ++i) {
+    auto& s = r.skipped_sources[i];
+    std::cout << "    " << s.source << ": " << s.samples << " ("
+              << s.reason << ")" << std::endl;
+  }
+  if (r.skipped_sources.size() > shown)
+    std::cout << "    and " << r.skipped_sources.size() - shown
+              << " more source(s): the report lists them" << std::endl;
+  for (auto& line : r.data_damage)
+    std::cout << "  damaged data: " << line << std::endl;
+}
+
 } // namespace
 
 void print_banner(const run_config& cfg) {
@@ -120,6 +141,10 @@ void print_banner(const run_config& cfg) {
   auto cuda = probe_cuda_devices();
   std::cout << "\n  CUDA runtime: " << cuda.count << " device(s)"
             << (cuda.detail.empty() ? "" : ": " + cuda.detail) << std::endl;
+  // Damage in the data is said before anything runs, once; the report
+  // lists it again, and what it cost in samples each epoch.
+  for (auto& line : p.data.damage)
+    std::cout << "  damaged data: " << line << std::endl;
 }
 
 int finish_run(const caf::expected<run_report>& report,
@@ -147,15 +172,24 @@ int finish_run(const caf::expected<run_report>& report,
     }
     return 1;
   }
+  // The rate is this run's samples over this run's time; samples trained
+  // before a resume are said apart.
   std::cout << std::fixed << std::setprecision(2) << "run: "
-            << r.samples_delivered << " samples in " << r.wall_s << " s ("
-            << r.throughput_sps << " samples/s), " << r.steps << " steps on "
+            << r.samples_this_run << " samples in " << r.wall_s << " s ("
+            << r.throughput_sps << " samples/s)"
+            << (r.samples_before_resume > 0
+                  ? " after " + std::to_string(r.samples_before_resume)
+                      + " trained before the resume"
+                  : std::string{})
+            << ", " << r.steps << " steps on "
             << r.trainer_device
             << (r.trainer_simulated ? " [simulated accelerator]" : "")
             << ", accelerator idle "
             << 100.0 * r.accelerator_idle_fraction << "%, missing "
             << r.missing << ", duplicates " << r.duplicates << ", rejected "
-            << r.rejected_batches << std::endl;
+            << r.rejected_batches << ", skipped " << r.skipped_files
+            << std::endl;
+  print_skips(r);
   if (r.time_to_first_batch_s > 0.0)
     std::cout << "  first batch after " << r.time_to_first_batch_s
               << " s, then " << r.steady_throughput_sps << " samples/s"

@@ -183,7 +183,7 @@ void batch_feed::take(const image_batch& batch) {
   for (size_t i = 0; i < counted; ++i)
     ledger_.record(batch.epoch, batch.sample_ids[i]);
   for (auto id : batch.skipped_ids)
-    ledger_.record(batch.epoch, id);
+    ledger_.record_skipped(batch.epoch, id);
 }
 
 checkpoint batch_feed::cursor() const {

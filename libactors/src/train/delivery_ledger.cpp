@@ -1,5 +1,7 @@
 #include "train/delivery_ledger.hpp"
 
+#include <algorithm>
+
 namespace stoker {
 
 delivery_ledger::delivery_ledger(uint64_t dataset_size, uint32_t epochs)
@@ -7,8 +9,7 @@ delivery_ledger::delivery_ledger(uint64_t dataset_size, uint32_t epochs)
   // nop
 }
 
-bool delivery_ledger::record(uint64_t epoch, uint64_t sample_id) {
-  ++delivered_;
+bool delivery_ledger::mark(uint64_t epoch, uint64_t sample_id) {
   if (epoch >= epochs_ || sample_id >= dataset_size_) {
     ++unexpected_;
     return false;
@@ -22,6 +23,18 @@ bool delivery_ledger::record(uint64_t epoch, uint64_t sample_id) {
   }
   bits[sample_id] = true;
   ++unique_;
+  return true;
+}
+
+bool delivery_ledger::record(uint64_t epoch, uint64_t sample_id) {
+  ++delivered_;
+  return mark(epoch, sample_id);
+}
+
+bool delivery_ledger::record_skipped(uint64_t epoch, uint64_t sample_id) {
+  if (!mark(epoch, sample_id))
+    return false;
+  ++skipped_;
   return true;
 }
 
@@ -54,7 +67,11 @@ void delivery_ledger::restore(const std::vector<uint8_t>& bits,
   }
   delivered_ = delivered;
   duplicates_ = duplicates;
-  unexpected_ = delivered_ - unique_ - duplicates_;
+  // What was delivered once is in the bits; the rest of the bits were
+  // skipped (a checkpoint holds no sample outside the run).
+  auto once = delivered_ - std::min(delivered_, duplicates_);
+  skipped_ = unique_ - std::min(unique_, once);
+  unexpected_ = once - std::min(once, unique_ - skipped_);
 }
 
 } // namespace stoker

@@ -74,6 +74,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
                        resumed->duplicates);
     st.consumed.restore(resumed->done_below, resumed->done_ids);
     st.stats.steps = resumed->step;
+    st.stats.resumed_steps = resumed->step;
     st.stats.resumed_samples = resumed->delivered;
     st.gate_resumed = st.ledger->unique();
     hello.done_below = resumed->done_below;
@@ -83,7 +84,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
     st.next_seq = resumed->next_seq;
     hello.resume_seq = resumed->next_seq;
     caf::aout(self) << "trainer: resumed from step " << resumed->step
-                    << " (" << st.ledger->unique()
+                    << " (" << st.ledger->unique() - st.ledger->skipped()
                     << " samples trained before)" << std::endl;
   }
   auto& e = st.expect;
@@ -164,6 +165,8 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
       auto stats = s.stats;
       stats.samples_delivered = s.ledger->delivered();
       stats.unique_samples = s.ledger->unique();
+      stats.skipped_unique = s.ledger->skipped();
+      stats.skipped_sources = s.skips.sources();
       stats.duplicates = s.ledger->duplicates();
       stats.usage = node_usage_now(s.cfg.node);
       if (s.group.world > 1)

@@ -63,11 +63,21 @@ void log_progress(trainer_ptr self) {
 
 constexpr size_t max_skipped_examples = 10;
 
+// The skip tally's key for a phase.
+uint64_t skip_phase(uint64_t epoch, split part) {
+  return epoch * 2 + (part == split::test ? 1 : 0);
+}
+
 // The end of a phase: prints the epoch's figures and keeps them for the
 // report (train_loss after training, test_accuracy after evaluating);
 // -1 where the simulated accelerator measured nothing.
 void close_phase(trainer_ptr self, uint64_t epoch, split part) {
   auto& s = self->state;
+  // Every rank says what it skipped: ranks see different samples.
+  for (auto& text : s.skips.take_epoch_lines(skip_phase(epoch, part)))
+    caf::aout(self) << s.line_start << "epoch " << epoch + 1
+                    << (part == split::test ? " (test)" : "") << ": "
+                    << text << std::endl;
   auto& e = s.epochs[epoch];
   bool measured = !s.engine->simulated() && !s.engine->loop_driven();
   auto shown = [](double x) {
@@ -165,7 +175,7 @@ bool finish_batch(trainer_ptr self, image_batch& batch,
       s.ledger->record(batch.epoch, batch.sample_ids[i]);
     s.stats.padded_samples += batch.sample_ids.size() - counted;
     for (auto id : batch.skipped_ids) // handled once: skipped, not lost
-      s.ledger->record(batch.epoch, id);
+      s.ledger->record_skipped(batch.epoch, id);
   }
   s.consumed.insert(batch.batch_id);
   auto end = clock_type::now();
@@ -258,6 +268,12 @@ bool run_batch(trainer_ptr self, image_batch& batch,
        ++i)
     s.stats.skipped_examples.push_back(batch.skipped_names[i]);
   s.stats.skipped_samples += batch.skipped_ids.size();
+  for (size_t i = 0; i < batch.skipped_ids.size(); ++i)
+    s.skips.add(skip_phase(batch.epoch, batch.part),
+                i < batch.skipped_sources.size() ? batch.skipped_sources[i]
+                                                 : "(unnamed)",
+                i < batch.skipped_names.size() ? batch.skipped_names[i]
+                                               : "no reason given");
   step_outcome o;
   bool pending = false;
   if (batch.part == split::test) {

@@ -161,7 +161,15 @@ bool resume_group(trainer_ptr self) {
   s.ledger->restore(c.ledger_bits, c.delivered, c.duplicates);
   s.consumed.restore(c.done_below, c.done_ids);
   s.stats.steps = c.step;
+  s.stats.resumed_steps = c.step;
   s.stats.resumed_samples = c.delivered;
+  // What the group trained before: every rank's cursor (ranks train
+  // disjoint samples), not this rank's alone.
+  uint64_t group_before = 0;
+  for (auto& text : ckpt->ranks)
+    if (auto other = decode_checkpoint(text, "a rank's cursor"))
+      group_before += other->delivered - std::min(other->delivered,
+                                                   other->duplicates);
   s.next_seq = c.next_seq;
   s.hello.resumed = true;
   s.hello.resume_seq = c.next_seq;
@@ -169,8 +177,10 @@ bool resume_group(trainer_ptr self) {
   s.hello.done_ids = c.done_ids;
   caf::aout(self) << "trainer: rank " << s.group.rank << " resumed from the "
                   << "group's checkpoint at step " << c.step << " ("
-                  << s.ledger->unique() << " samples trained before)"
-                  << std::endl;
+                  << group_before << " samples trained before by the group of "
+                  << ckpt->ranks.size() << ", "
+                  << s.ledger->unique() - s.ledger->skipped()
+                  << " of them by this rank)" << std::endl;
   return true;
 }
 

@@ -21,6 +21,7 @@
 #include "train/checkpoint.hpp"
 #include "train/collective.hpp"
 #include "train/delivery_ledger.hpp"
+#include "train/skip_tally.hpp"
 #include "train/epoch_gate.hpp"
 #include "train/step_engine.hpp"
 #include "transport/batch_check.hpp"
@@ -87,6 +88,9 @@ struct trainer_state {
   std::shared_ptr<cuda_blur_stage> gpu_blur;
   blur_params blur;
   std::optional<delivery_ledger> ledger;
+  /// Samples its workers skipped, by phase (epoch * 2 + 1 for a test
+  /// phase) and source: said as each phase closes, summed for the report.
+  skip_tally skips;
   batch_expectation expect;
   trainer_stats stats;
   // Batch ids trained on: a hedged lease can bring a batch twice.

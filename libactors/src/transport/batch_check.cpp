@@ -37,6 +37,11 @@ caf::error check_batch(const image_batch& b, const batch_expectation& e) {
                     + " skipped file names for "
                     + std::to_string(b.skipped_ids.size())
                     + " skipped samples");
+  if (b.skipped_sources.size() > b.skipped_ids.size())
+    return bad(b, std::to_string(b.skipped_sources.size())
+                    + " skipped sample sources for "
+                    + std::to_string(b.skipped_ids.size())
+                    + " skipped samples");
   if (b.part == split::test && e.eval_size == 0)
     return bad(b, "a test batch, but this run does not evaluate");
   auto id_bound = b.part == split::test ? e.eval_size : e.dataset_size;

@@ -110,11 +110,13 @@ void encode_frame_head(const image_batch& batch, std::vector<char>& out) {
   put(out, static_cast<uint8_t>(batch.slot.phase_end));
   put(out, static_cast<uint32_t>(batch.skipped_ids.size()));
   put_all(out, batch.skipped_ids);
-  put(out, static_cast<uint32_t>(batch.skipped_names.size()));
-  for (auto& skipped : batch.skipped_names) {
-    auto file = skipped.substr(0, std::numeric_limits<uint16_t>::max());
-    put(out, static_cast<uint16_t>(file.size()));
-    out.insert(out.end(), file.begin(), file.end());
+  for (auto* texts : {&batch.skipped_names, &batch.skipped_sources}) {
+    put(out, static_cast<uint32_t>(texts->size()));
+    for (auto& skipped : *texts) {
+      auto text = skipped.substr(0, std::numeric_limits<uint16_t>::max());
+      put(out, static_cast<uint16_t>(text.size()));
+      out.insert(out.end(), text.begin(), text.end());
+    }
   }
   // The prefix last, now that the header's size is known.
   auto header = static_cast<uint32_t>(out.size() - frame_prefix_bytes);
@@ -208,12 +210,16 @@ caf::error decode_frame_header(const char* header, uint32_t header_bytes,
   batch.slot.phase_end = phase_end == 1;
   if (!in.get(count) || !in.get_all(batch.skipped_ids, count))
     return truncated("skipped_ids");
-  if (!in.get(count) || count > batch.skipped_ids.size())
-    return truncated("skipped_names");
-  batch.skipped_names.resize(count);
-  for (auto& file : batch.skipped_names)
-    if (!in.get(name) || !in.get_string(file, name))
-      return truncated("skipped_names");
+  for (auto [texts, what] :
+       {std::pair{&batch.skipped_names, "skipped_names"},
+        std::pair{&batch.skipped_sources, "skipped_sources"}}) {
+    if (!in.get(count) || count > batch.skipped_ids.size())
+      return truncated(what);
+    texts->resize(count);
+    for (auto& text : *texts)
+      if (!in.get(name) || !in.get_string(text, name))
+        return truncated(what);
+  }
   if (in.left() != 0)
     return bad_frame(std::to_string(in.left())
                      + " stray bytes after the header's last field");

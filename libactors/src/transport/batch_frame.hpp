@@ -27,7 +27,8 @@ struct frame_prefix {
 };
 
 constexpr uint32_t frame_magic = 0x424b5453; // "STKB" in memory order
-constexpr uint16_t frame_version = 3; ///< 3: the batch's slot (rank, seq)
+/// 3: the batch's slot (rank, seq); 4: the skipped samples' sources.
+constexpr uint16_t frame_version = 4;
 constexpr size_t frame_prefix_bytes = 20;
 /// No header is this big: 64 Ki samples with three 8-byte fields each.
 constexpr uint32_t max_frame_header_bytes = 2u << 20;
