@@ -39,13 +39,24 @@ void blur_chain_scalar(float* plane, uint32_t h, uint32_t w,
                        const float* taps, uint32_t calls, uint32_t radius,
                        float* scratch) noexcept;
 
-/// The machine's fused multiply-add ceiling for the FLOP bound the blur
-/// benchmarks print: `iterations` rounds of 10 independent vector FMAs
-/// (enough in flight to hide their latency), written to `sink` so nothing
-/// is optimized away. Returns the floating-point operations done (2 per
-/// lane per FMA). Only on a CPU that runs the ISA.
-uint64_t fma_peak_avx512(uint64_t iterations, float* sink) noexcept;
-uint64_t fma_peak_avx2(uint64_t iterations, float* sink) noexcept;
+/// What one core's vector units do a second, for the bound the blur
+/// benchmarks print: vector FMAs, vector adds and the two mixed 1:1 (each
+/// with `chains` independent accumulators, more than latency x units on
+/// any x86 core), and FMAs in one dependent chain (its latency).
+struct fp_peaks {
+  int lanes = 0;
+  int chains = 0;
+  double fma_per_s = 0;           ///< vector FMA instructions a second
+  double add_per_s = 0;           ///< vector adds a second
+  double mixed_per_s = 0;         ///< FMAs and adds together, 1:1
+  double fma_one_chain_per_s = 0; ///< dependent FMAs: 1 / latency
+};
+
+/// Measures fp_peaks with `iterations` rounds of each probe, writing to
+/// `sink` (16 floats) so nothing is optimized away; `now` is a clock in
+/// seconds. Only on a CPU that runs the ISA.
+fp_peaks fp_peaks_avx512(uint64_t iterations, float* sink, double (*now)());
+fp_peaks fp_peaks_avx2(uint64_t iterations, float* sink, double (*now)());
 
 /// ToTensor's reorder of `pixels` 3-channel pixels, HWC `src` to planes
 /// at dst + c * plane_stride (no overlap), and a whole image back: 16

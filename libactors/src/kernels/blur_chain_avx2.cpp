@@ -51,8 +51,8 @@ void blur_chain_avx2(float* plane, uint32_t h, uint32_t w, const float* taps,
   avx2::run_chain(plane, h, w, taps, calls, radius, scratch);
 }
 
-uint64_t fma_peak_avx2(uint64_t iterations, float* sink) noexcept {
-  return avx2::fma_peak(iterations, sink);
+fp_peaks fp_peaks_avx2(uint64_t iterations, float* sink, double (*now)()) {
+  return avx2::peaks(iterations, sink, now);
 }
 
 } // namespace stoker::detail

@@ -65,8 +65,8 @@ void blur_chain_avx512(float* plane, uint32_t h, uint32_t w, const float* taps,
   avx512::run_chain(plane, h, w, taps, calls, radius, scratch);
 }
 
-uint64_t fma_peak_avx512(uint64_t iterations, float* sink) noexcept {
-  return avx512::fma_peak(iterations, sink);
+fp_peaks fp_peaks_avx512(uint64_t iterations, float* sink, double (*now)()) {
+  return avx512::peaks(iterations, sink, now);
 }
 
 namespace {

@@ -246,21 +246,53 @@ inline void run_chain(float* plane, uint32_t h, uint32_t w, const float* taps,
   }
 }
 
-// The FMA ceiling (blur_chain.hpp's fma_peak_*): ten independent
-// accumulators, enough in flight to hide the instruction's latency.
-inline uint64_t fma_peak(uint64_t iterations, float* sink) {
-  typename vec::type acc[10];
-  for (int i = 0; i < 10; ++i)
-    acc[i] = vec::set1(static_cast<float>(i) * 1e-3f);
+// The arithmetic ceilings (blur_chain.hpp's fp_peak_*): `Chains`
+// independent accumulators of each kind, as many as the registers hold
+// beside the constants (16 with AVX-512's 32 registers, 12 with AVX2's 16:
+// more than latency x ports on any x86 core, 4 x 2 to 5 x 2), so the
+// units, not a dependency, set the rate. One chain alone shows the
+// latency. Returns the vector instructions issued.
+constexpr int peak_chains = lanes == 16 ? 16 : 12;
+
+template <int Chains, bool Fma, bool Add>
+inline uint64_t fp_peak(uint64_t iterations, float* sink) {
+  typename vec::type f[Chains], s[Chains];
+  for (int i = 0; i < Chains; ++i)
+    f[i] = s[i] = vec::set1(static_cast<float>(i) * 1e-3f);
   const auto a = vec::set1(0.999999f), b = vec::set1(1e-7f);
   for (uint64_t n = 0; n < iterations; ++n)
-    for (int i = 0; i < 10; ++i)
-      acc[i] = vec::fma(acc[i], a, b);
-  auto sum = acc[0];
-  for (int i = 1; i < 10; ++i)
-    sum = vec::add(sum, acc[i]);
+    for (int i = 0; i < Chains; ++i) {
+      if constexpr (Fma)
+        f[i] = vec::fma(f[i], a, b);
+      if constexpr (Add)
+        s[i] = vec::add(s[i], b);
+    }
+  auto sum = vec::add(f[0], s[0]);
+  for (int i = 1; i < Chains; ++i)
+    sum = vec::add(sum, vec::add(f[i], s[i]));
   vec::store(sink, sum);
-  return iterations * 10 * lanes * 2;
+  return iterations * Chains * ((Fma ? 1 : 0) + (Add ? 1 : 0));
+}
+
+inline fp_peaks peaks(uint64_t iterations, float* sink, double (*now)()) {
+  // The mixed stream issues both kinds 1:1 on separate chains: where adds
+  // share the FMA units (older Intel cores) it runs at their rate, where
+  // they have units of their own (AMD Zen) at up to twice it.
+  constexpr int half = peak_chains / 2;
+  fp_peaks out;
+  out.lanes = lanes;
+  out.chains = peak_chains;
+  auto rate = [&](auto probe, uint64_t n) {
+    auto t0 = now();
+    auto ops = probe(n, sink);
+    return static_cast<double>(ops) / (now() - t0);
+  };
+  out.fma_per_s = rate(fp_peak<peak_chains, true, false>, iterations);
+  out.add_per_s = rate(fp_peak<peak_chains, false, true>, iterations);
+  out.mixed_per_s = rate(fp_peak<half, true, true>, iterations);
+  out.fma_one_chain_per_s
+    = rate(fp_peak<1, true, false>, iterations * peak_chains / 4);
+  return out;
 }
 
 } // namespace stoker::detail::STOKER_BLUR_NS
