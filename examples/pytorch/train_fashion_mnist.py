@@ -23,6 +23,7 @@ rank 0 evaluates after each epoch, as the C++ trainer does.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -125,16 +126,25 @@ def main():
             accuracy = correct / max(1, seen)
             line += f", test_accuracy {accuracy:.4f} ({seen} test samples)"
         print(line, flush=True)
+    closing = time.monotonic()
     loader.close()
+    close_s = time.monotonic() - closing
     elapsed = time.monotonic() - t0
     report = loader.report
     if report:
         print(f"report: {report['status']}, missing {report['missing']}, "
               f"duplicates {report['duplicates']}", flush=True)
     if args.result:
+        # The parameters' bits: every rank of a DDP group must hold the
+        # same model after each all-reduced step.
+        net = model.module if hasattr(model, "module") else model
+        digest = hashlib.sha256()
+        for p in net.parameters():
+            digest.update(p.detach().cpu().contiguous().numpy().tobytes())
         with open(args.result, "w") as out:
             json.dump({"test_accuracy": accuracy, "seconds": elapsed,
-                       "steps": steps}, out)
+                       "steps": steps, "close_seconds": close_s,
+                       "parameters_sha256": digest.hexdigest()}, out)
     return 0
 
 

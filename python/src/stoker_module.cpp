@@ -36,6 +36,7 @@
 #include "node/roles.hpp"
 #include "train/batch_feed.hpp"
 #include "train/checkpoint.hpp"
+#include "train/group_store.hpp"
 #include "train/trainer_actor.hpp"
 
 namespace py = pybind11;
@@ -150,6 +151,7 @@ public:
       {
         std::lock_guard<std::mutex> guard{mutex_};
         run_source_ = src; // a member's: the head's
+        collective_timeout_ = run.pipeline.trainer.collective_timeout;
         feed_ = feed;
         if (closing_)
           feed->close(make_error(errc::trainer_failure, *closing_));
@@ -268,7 +270,8 @@ public:
   }
 
   /// The group (rank, world, node, interface, generation, store: a c10d
-  /// Store for torch.distributed or None), waiting up to `seconds` with
+  /// Store for torch.distributed or None, and the run's
+  /// trainer.collective-timeout in seconds), waiting up to `seconds` with
   /// the GIL released; None if it did not form in time or the run ended.
   py::object group(double seconds) {
     auto deadline = std::chrono::steady_clock::now()
@@ -297,8 +300,13 @@ public:
       store = py::cast(g->store);
     auto where = g->spec.interface.empty() ? cfg_.node.cluster.bind
                                            : g->spec.interface;
+    double timeout_s = 0;
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      timeout_s = static_cast<double>(collective_timeout_.count()) / 1000.0;
+    }
     return py::make_tuple(g->spec.rank, g->spec.world, g->spec.node, where,
-                          g->spec.generation, store);
+                          g->spec.generation, store, timeout_s);
   }
 
   /// Waits up to `seconds` for the run's thread (GIL released); true when
@@ -356,6 +364,11 @@ private:
     // bounds it with bound_shutdown; here the process is Python's, and
     // join() is bounded).
     finish(std::move(failure));
+    // torch.distributed keeps the group's store until the interpreter
+    // exits: a call after this must not reach a destroyed actor system.
+    if (auto feed = current_feed())
+      if (auto g = feed->group(std::chrono::milliseconds(0)); g && g->store)
+        close_actor_store(*g->store);
     sys.reset();
     down_ = true;
   }
@@ -420,6 +433,8 @@ private:
   node_config node_config_;
   run_config cfg_;
   source_spec run_source_; // a member's run, from the head (under mutex_)
+  // trainer.collective-timeout of the run (the head's; under mutex_).
+  std::chrono::milliseconds collective_timeout_{0};
   std::shared_ptr<batch_feed> feed_; // made with the trainer (under mutex_)
   std::optional<std::string> closing_; // close() came before the feed
   std::string failure_text_;

@@ -455,13 +455,20 @@ class Trainer(_Loop):
         """The group's size."""
         return self._group_info()[1]
 
-    def init_process_group(self, timeout_s=600):
+    def init_process_group(self, timeout_s=None):
         """torch.distributed's default group, gloo, over the group's store
         on the head (keys under a prefix of their own); with one rank, over
-        a store of this process. Returns the process group."""
+        a store of this process. Returns the process group.
+
+        `timeout_s` bounds every collective of the group (gloo's calls: an
+        all-reduce whose peer died raises after it at the latest); None:
+        the run's trainer.collective-timeout."""
         import datetime
         import torch.distributed as dist
-        rank, world, _, interface, generation, store = self._group_info()
+        rank, world, _, interface, generation, store, collective_s = \
+            self._group_info()
+        if timeout_s is None:
+            timeout_s = collective_s
         if store is None:
             store = dist.HashStore()
         else:

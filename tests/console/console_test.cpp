@@ -1,8 +1,10 @@
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "stoker/errors.hpp"
 #include "console/console_commands.hpp"
@@ -19,6 +21,50 @@ using namespace stoker;
 using namespace stoker_test;
 
 namespace {
+
+// The cells of a table line (format_table): columns apart by 2+ spaces.
+std::vector<std::string> cells_of(const std::string& line) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < line.size()) {
+    auto gap = line.find("  ", at);
+    auto cell = line.substr(at, gap == std::string::npos ? std::string::npos
+                                                         : gap - at);
+    if (!cell.empty())
+      out.push_back(cell);
+    if (gap == std::string::npos)
+      break;
+    at = line.find_first_not_of(' ', gap);
+    if (at == std::string::npos)
+      break;
+  }
+  return out;
+}
+
+// The cell in column `header` of the first table row starting with `row`
+// ("" if there is none).
+std::string table_cell(const std::string& text, const std::string& row,
+                       const std::string& header) {
+  std::istringstream in{text};
+  std::string line;
+  std::vector<std::string> headers;
+  while (std::getline(in, line)) {
+    auto cells = cells_of(line);
+    auto col = std::find(cells.begin(), cells.end(), header);
+    if (col != cells.end() && headers.empty()) {
+      headers = cells;
+      continue;
+    }
+    if (headers.empty() || cells.size() != headers.size())
+      continue;
+    if (std::find(cells.begin(), cells.end(), row) == cells.end())
+      continue;
+    auto i = std::find(headers.begin(), headers.end(), header)
+             - headers.begin();
+    return cells[static_cast<size_t>(i)];
+  }
+  return "";
+}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -258,8 +304,15 @@ BOOST_AUTO_TEST_CASE(a_group_shows_each_ranks_window_and_wait) {
   BOOST_TEST(contains(text, "t-a"), text);
   BOOST_TEST(contains(text, "t-b"), text);
   BOOST_TEST(contains(text, "collective"), text);
-  // The step column gives it back its data wait: 30 ms, as t-a's.
-  BOOST_TEST(contains(text, "step"), text);
+  // The step column gives it back its data wait: 30 ms, as t-a's (its
+  // period alone, 10.5 ms, would show it as the fastest).
+  BOOST_TEST(table_cell(text, "t-b", "step") == human_duration_ns(30'000'000),
+             text);
+  BOOST_TEST(table_cell(text, "t-a", "step") == human_duration_ns(30'000'000),
+             text);
+  BOOST_TEST(table_cell(text, "t-b", "period")
+               == human_duration_ns(10'500'000),
+             text);
   BOOST_TEST(contains(text, "group's exposed data wait 19.5 ms per step "
                             "(rank 1, t-b)"),
              text);

@@ -9,7 +9,7 @@ set -u
 node=${1:?usage: plot_run.sh STOKER_NODE_BINARY}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 /usr/bin/python3 -c "import matplotlib" 2>/dev/null \
-  || { echo "SKIPPED: no python3-matplotlib (tools/setup installs it)"; exit 77; }
+  || { echo "FAILED: no python3-matplotlib (tools/setup installs it)"; exit 1; }
 dir=$(mktemp -d /tmp/stoker-plot.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAILED: $*"; exit 1; }

@@ -1,12 +1,16 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include <torch/torch.h>
+
+#include <caf/logger.hpp>
 
 #include "stoker/errors.hpp"
 #include "stoker/registry.hpp"
@@ -290,6 +294,58 @@ BOOST_AUTO_TEST_CASE(the_actor_store_answers_across_threads_and_times_out) {
   BOOST_TEST((std::chrono::steady_clock::now() - t0
               < std::chrono::seconds(3)));
   caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(a_store_call_leaves_a_foreign_thread_free_of_the_actor_system) {
+  // An actor system waits in its destructor for every thread holding its
+  // logger: a thread of torch's (or Python's main thread) that asked the
+  // store once must not hold it. The system's end is timed to prove it.
+  auto t0 = std::chrono::steady_clock::now();
+  bool clean = false;
+  std::string after_close;
+  std::thread foreign;
+  std::mutex m;
+  std::condition_variable cv;
+  bool leave = false;
+  {
+    caf::actor_system_config cfg;
+    caf::actor_system sys{cfg};
+    auto actor = spawn_group_store(sys);
+    auto store = make_actor_store(sys, actor, std::chrono::seconds(5));
+    bool asked = false;
+    foreign = std::thread{[&] {
+      store->set("k", {1});
+      std::unique_lock<std::mutex> guard{m};
+      clean = caf::logger::current_logger() == nullptr;
+      asked = true;
+      cv.notify_all();
+      // Alive past the system (if it waited for this thread, the wait ends
+      // here after 10 s, and the time check below fails).
+      cv.wait_for(guard, std::chrono::seconds(10), [&] { return leave; });
+    }};
+    {
+      std::unique_lock<std::mutex> guard{m};
+      cv.wait(guard, [&] { return asked; });
+    }
+    close_actor_store(*store);
+    try {
+      store->get("k");
+    } catch (const std::exception& e) {
+      after_close = e.what();
+    }
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  } // the system ends here, while the foreign thread still lives
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)));
+  {
+    std::lock_guard<std::mutex> guard{m};
+    leave = true;
+  }
+  cv.notify_all();
+  foreign.join();
+  BOOST_TEST(clean);
+  BOOST_TEST(after_close.find("the Stoker run that made it has ended")
+               != std::string::npos,
+             after_close);
 }
 
 BOOST_AUTO_TEST_CASE(nccl_without_nccl_in_the_build_is_refused_by_name) {

@@ -101,11 +101,21 @@ cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
 void resample_region_planes(const jpeg_region& r, int out_w, int out_h,
                             const pixel_finish& finish, float* planes);
 
+/// Which code resampled a region: the antialiased filter of a box the IDCT
+/// reduced (one code whatever the path), or the bilinear pass with its x
+/// pass portable, AVX2 (three channels), AVX-512 VBMI, or portable with
+/// the AVX2 row loops (one channel, or a path whose x pass fell back).
+enum class resample_pass { antialiased, portable, avx2_rows, avx2, avx512 };
+
 /// As above through the code path `path`, which the CPU must support
-/// (avx512 also takes VBMI where the CPU has it, else AVX2); for tests
-/// that compare the paths.
-void resample_region_planes(const jpeg_region& r, int out_w, int out_h,
-                            const pixel_finish& finish, float* planes,
-                            simd_path path);
+/// (avx512 takes the VBMI x pass where the CPU permutes bytes and the
+/// box's taps fit its table, else AVX2); returns what ran, for tests that
+/// compare the paths and must know what they compared.
+resample_pass resample_region_planes(const jpeg_region& r, int out_w,
+                                     int out_h, const pixel_finish& finish,
+                                     float* planes, simd_path path);
+
+/// Whether this CPU runs the AVX-512 VBMI x pass (byte permutes).
+bool supports_byte_permutes() noexcept;
 
 } // namespace stoker

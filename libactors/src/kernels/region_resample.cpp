@@ -159,12 +159,21 @@ bilinear_plan bilinear_for(const cv::Mat& src, const cv::Rect2d& b,
   return p;
 }
 
-// Bytes to floats (vectorized per clone; exact either way).
-__attribute__((target_clones("avx2", "default"), noinline)) void
-widen_row(const uint8_t* in, float* out, size_t n) {
+// Bytes to floats (exact). The portable twin and an AVX2 one chosen by
+// the caller's path, not by target_clones at load time: the tests compare
+// both on any AVX2 machine, where a default clone would never run.
+void widen_row(const uint8_t* in, float* out, size_t n) {
   for (size_t i = 0; i < n; ++i)
     out[i] = static_cast<float>(in[i]);
 }
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void
+widen_row_avx2(const uint8_t* in, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = static_cast<float>(in[i]);
+}
+#endif
 
 // One widened row along x into one row per channel: out_c[x] =
 // f[o + c] + w[x] * (f[o + C + c] - f[o + c]), o = offsets[x]. Where a
@@ -286,26 +295,30 @@ lerp_bytes_avx512(const uint8_t* row, const bilinear_plan& p, int n,
 
 #pragma GCC diagnostic pop
 
-bool supports_byte_permutes() noexcept {
-  static const bool vbmi = __builtin_cpu_supports("avx512f")
-                           && __builtin_cpu_supports("avx512bw")
-                           && __builtin_cpu_supports("avx512vbmi");
-  return vbmi;
-}
 #endif
 
 // Along y, finished: out[i] = (top + wy * (bottom - top)) * scale + shift.
-__attribute__((target_clones("avx2", "default"), noinline)) void
-blend_rows(const float* top, const float* bottom, float wy, float scale,
-           float shift, float* out, size_t n) {
+// Twins as widen_row's (the same operations in the same order, no FMA
+// contraction: the same bits).
+void blend_rows(const float* top, const float* bottom, float wy, float scale,
+                float shift, float* out, size_t n) {
   for (size_t i = 0; i < n; ++i)
     out[i] = (top[i] + wy * (bottom[i] - top[i])) * scale + shift;
 }
 
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void
+blend_rows_avx2(const float* top, const float* bottom, float wy, float scale,
+                float shift, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = (top[i] + wy * (bottom[i] - top[i])) * scale + shift;
+}
+#endif
+
 template <int C>
-void resample_bilinear(const cv::Mat& src, const cv::Rect2d& box,
-                       const pixel_finish& finish, const float_image& out,
-                       simd_path path) {
+resample_pass resample_bilinear(const cv::Mat& src, const cv::Rect2d& box,
+                                const pixel_finish& finish,
+                                const float_image& out, simd_path path) {
   const finish_of<C> fin{finish};
   const int out_w = out.cols;
   const auto n = static_cast<size_t>(out_w);
@@ -325,6 +338,15 @@ void resample_bilinear(const cv::Mat& src, const cv::Rect2d& box,
     how = pass::avx512;
   else if (C == 3 && path != simd_path::portable)
     how = pass::avx2;
+#endif
+  // The row loops: AVX2 builds wherever the path is not the portable one.
+  auto widen = widen_row;
+  auto blend = blend_rows;
+#if defined(__x86_64__)
+  if (path != simd_path::portable) {
+    widen = widen_row_avx2;
+    blend = blend_rows_avx2;
+  }
 #endif
   // The other passes read the row widened to floats, with zeros after it
   // (a pixel and a float for lerp_along_x's vector loads). Where a tap is
@@ -351,7 +373,7 @@ void resample_bilinear(const cv::Mat& src, const cv::Rect2d& box,
       return rows;
     }
 #endif
-    widen_row(in, wide.data(), row_bytes);
+    widen(in, wide.data(), row_bytes);
 #if defined(__x86_64__)
     if (how == pass::avx2) {
       lerp_along_x_rgb_avx2(wide.data(), p.offsets.data(), p.xs.w.data(),
@@ -371,18 +393,21 @@ void resample_bilinear(const cv::Mat& src, const cv::Rect2d& box,
     for (int c = 0; c < C; ++c) {
       auto at = static_cast<size_t>(c) * n;
       if (out.pixel_stride == 1) { // planes: straight into the row
-        blend_rows(top + at, bottom + at, p.ys.w[yi], fin.scale[c],
-                   fin.shift[c], out.pixel(y, 0) + c * out.channel_stride,
-                   n);
+        blend(top + at, bottom + at, p.ys.w[yi], fin.scale[c], fin.shift[c],
+              out.pixel(y, 0) + c * out.channel_stride, n);
         continue;
       }
-      blend_rows(top + at, bottom + at, p.ys.w[yi], fin.scale[c],
-                 fin.shift[c], blended.data(), n);
+      blend(top + at, bottom + at, p.ys.w[yi], fin.scale[c], fin.shift[c],
+            blended.data(), n);
       for (int x = 0; x < out_w; ++x)
         out.pixel(y, x)[static_cast<size_t>(c) * out.channel_stride] =
           blended[static_cast<size_t>(x)];
     }
   }
+  return how == pass::avx512 ? resample_pass::avx512
+         : how == pass::avx2 ? resample_pass::avx2
+         : path == simd_path::portable ? resample_pass::portable
+                                       : resample_pass::avx2_rows;
 }
 
 // torchvision's antialiased bilinear filter (resize with antialias=True,
@@ -494,8 +519,8 @@ void with_channels(int channels, F f) {
     f(std::integral_constant<int, 3>{});
 }
 
-void resample_into(const jpeg_region& r, const pixel_finish& finish,
-                   const float_image& out, simd_path path) {
+resample_pass resample_into(const jpeg_region& r, const pixel_finish& finish,
+                            const float_image& out, simd_path path) {
   auto& b = r.box;
   const int c = r.pixels.channels();
   if (r.scale < 8) {
@@ -506,14 +531,28 @@ void resample_into(const jpeg_region& r, const pixel_finish& finish,
     with_channels(c, [&](auto k) {
       resample_antialiased<decltype(k)::value>(r.pixels, xs, ys, finish, out);
     });
-    return;
+    return resample_pass::antialiased;
   }
+  resample_pass used = resample_pass::portable;
   with_channels(c, [&](auto k) {
-    resample_bilinear<decltype(k)::value>(r.pixels, b, finish, out, path);
+    used = resample_bilinear<decltype(k)::value>(r.pixels, b, finish, out,
+                                                 path);
   });
+  return used;
 }
 
 } // namespace
+
+bool supports_byte_permutes() noexcept {
+#if defined(__x86_64__)
+  static const bool vbmi = __builtin_cpu_supports("avx512f")
+                           && __builtin_cpu_supports("avx512bw")
+                           && __builtin_cpu_supports("avx512vbmi");
+  return vbmi;
+#else
+  return false;
+#endif
+}
 
 cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
                         const pixel_finish& finish) {
@@ -527,10 +566,11 @@ void resample_region_planes(const jpeg_region& r, int out_w, int out_h,
   resample_region_planes(r, out_w, out_h, finish, planes, best_simd_path());
 }
 
-void resample_region_planes(const jpeg_region& r, int out_w, int out_h,
-                            const pixel_finish& finish, float* planes,
-                            simd_path path) {
-  resample_into(r, finish, float_image::chw(planes, out_h, out_w), path);
+resample_pass resample_region_planes(const jpeg_region& r, int out_w,
+                                     int out_h, const pixel_finish& finish,
+                                     float* planes, simd_path path) {
+  return resample_into(r, finish, float_image::chw(planes, out_h, out_w),
+                       path);
 }
 
 } // namespace stoker

@@ -1,8 +1,10 @@
 #include "train/group_store.hpp"
 
 #include <algorithm>
+#include <shared_mutex>
 #include <stdexcept>
 
+#include <caf/logger.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
@@ -165,8 +167,16 @@ class actor_store : public c10d::Store {
 public:
   actor_store(caf::actor_system& sys, store_actor store,
               std::chrono::milliseconds timeout)
-    : c10d::Store(timeout), sys_(sys), store_(std::move(store)) {
+    : c10d::Store(timeout), sys_(&sys), store_(std::move(store)) {
     // nop
+  }
+
+  // close_actor_store: waits for the calls in flight (each bounded by its
+  // timeout), then drops the actor system and the store's handle.
+  void close() {
+    std::unique_lock<std::shared_mutex> guard{mutex_};
+    sys_ = nullptr;
+    store_ = nullptr;
   }
 
   void set(const std::string& key, const std::vector<uint8_t>& value) override {
@@ -241,7 +251,23 @@ private:
   store_reply ask(store_op op, std::chrono::milliseconds timeout) {
     op.timeout_ms = static_cast<uint64_t>(timeout.count());
     auto what = named_keys(op);
-    caf::scoped_actor self{sys_};
+    std::shared_lock<std::shared_mutex> guard{mutex_};
+    if (sys_ == nullptr)
+      throw std::runtime_error("the group's store is closed: the Stoker run "
+                               "that made it has ended (" + what + ")");
+    // A scoped actor leaves the calling thread holding the actor system's
+    // logger (thread-local); the system's destructor waits for that
+    // logger's end, so a thread of someone else's (torch's, Python's main
+    // thread) that asked once would hold the shutdown until it exits.
+    const bool foreign_thread = caf::logger::current_logger() == nullptr;
+    struct forget_logger {
+      bool active;
+      ~forget_logger() {
+        if (active)
+          caf::logger::set_current_actor_system(nullptr);
+      }
+    } forget{foreign_thread};
+    caf::scoped_actor self{*sys_};
     store_reply out;
     std::string failure;
     self->request(store_, timeout + std::chrono::seconds(1), std::move(op))
@@ -258,7 +284,8 @@ private:
     return out;
   }
 
-  caf::actor_system& sys_;
+  std::shared_mutex mutex_; // calls share it; close() takes it alone
+  caf::actor_system* sys_;
   store_actor store_;
 };
 
@@ -272,6 +299,11 @@ c10::intrusive_ptr<c10d::Store>
 make_actor_store(caf::actor_system& sys, store_actor store,
                  std::chrono::milliseconds timeout) {
   return c10::make_intrusive<actor_store>(sys, std::move(store), timeout);
+}
+
+void close_actor_store(c10d::Store& store) {
+  if (auto* mine = dynamic_cast<actor_store*>(&store))
+    mine->close();
 }
 
 } // namespace stoker

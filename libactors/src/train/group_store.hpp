@@ -54,9 +54,21 @@ store_actor spawn_group_store(caf::actor_system& sys);
 /// A c10d::Store whose every call is a request to `store` from the
 /// calling thread (blocking it: the trainer's own thread, or a test's),
 /// each bounded by the store's timeout; a timeout or a store that is gone
-/// throws std::runtime_error naming the key, as c10d's stores do.
+/// throws std::runtime_error naming the key, as c10d's stores do. A call
+/// leaves no trace on a thread that was not CAF's: a scoped actor would
+/// leave it holding the actor system's logger, whose end the system's
+/// destructor waits for (a Python trainer's close() waited 20 s for its
+/// main thread, which had asked the store in init_process_group).
 c10::intrusive_ptr<c10d::Store>
 make_actor_store(caf::actor_system& sys, store_actor store,
                  std::chrono::milliseconds timeout);
+
+/// Ends a store make_actor_store made, before its actor system goes:
+/// torch keeps its default group's store until the interpreter exits, and
+/// a call then must not reach a destroyed actor system; later calls throw
+/// std::runtime_error saying the run has ended. Waits for the calls in
+/// flight (each bounded by its timeout). Any thread; a store of another
+/// kind is left alone.
+void close_actor_store(c10d::Store& store);
 
 } // namespace stoker
