@@ -397,14 +397,18 @@ private:
 
   // A trainer node of a cluster; the run's report is the head's.
   caf::error run_member(caf::actor_system& sys) {
-    auto code = member_role_main(sys, cfg_, registry_, *links_, &hooks_);
+    std::string why;
+    auto code = member_role_main(sys, cfg_, registry_, *links_, &hooks_,
+                                 &why);
     if (code == 0)
       return caf::none;
+    if (!why.empty()) // the reason the node said, as the exception's text
+      return make_error(errc::run_failure,
+                        "trainer node '" + cfg_.node.name + "': " + why);
     return make_error(errc::run_failure,
                       "trainer node '" + cfg_.node.name
                         + "' ended with exit code " + std::to_string(code)
-                        + " (its lines above, and the head's report, say "
-                          "why)");
+                        + " (the head's report says why)");
   }
 
   void finish(caf::error failure) {

@@ -178,6 +178,36 @@ def test_a_killed_python_trainer_ends_the_run_naming_it(cluster_dir):
         c.stop()
 
 
+NO_HEAD = """
+import socket, stoker, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+port = s.getsockname()[1]
+s.close()  # nobody listens there now
+started = time.monotonic()
+t = stoker.Trainer(head=f"127.0.0.1:{port}", name="t-0",
+                   cluster={"connect_timeout": "2s"})
+try:
+    t.init_process_group()
+except stoker.RunFailed as e:
+    print("raised after", time.monotonic() - started, "s:", e, flush=True)
+    sys.exit(0)
+sys.exit("no exception")
+"""
+
+
+def test_a_head_nobody_listens_on_raises_the_reason_within_the_timeout():
+    done = subprocess.run([sys.executable, "-c", NO_HEAD], capture_output=True,
+                          text=True, timeout=60, env=os.environ.copy())
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = [x for x in done.stdout.splitlines() if x.startswith("raised")][0]
+    # The node's own reason, not "ended with exit code 1".
+    assert "cannot reach the head at 127.0.0.1:" in line, line
+    assert "within 2000 ms (cluster.connect-timeout)" in line, line
+    assert "exit code" not in line, line
+    assert float(line.split()[2]) < 2 + 3, line  # the timeout, and a bit
+
+
 DDP_LOOP = """
 import stoker, sys, time, torch
 import torch.nn as nn

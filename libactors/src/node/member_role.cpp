@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <set>
+#include <sstream>
 #include <string_view>
 #include <thread>
 
@@ -272,9 +273,45 @@ rejoin_head(caf::actor_system& sys, caf::scoped_actor& self,
 
 } // namespace
 
+namespace {
+
+// A line this node says on stderr when something fails, written whole as
+// it ends (the statement's end); the first one is kept in `first` (when
+// given) for an embedder, which raises it rather than an exit code.
+class said_failure {
+public:
+  explicit said_failure(std::string* first) : first_(first) {
+    // nop
+  }
+  said_failure(const said_failure&) = delete;
+  said_failure& operator=(const said_failure&) = delete;
+  ~said_failure() {
+    auto text = line_.str();
+    write_line(2, text);
+    const std::string prefix = "stoker-node: ";
+    if (text.compare(0, prefix.size(), prefix) == 0)
+      text.erase(0, prefix.size());
+    if (first_ != nullptr && first_->empty())
+      *first_ = std::move(text);
+  }
+  template <class T>
+  said_failure& operator<<(const T& x) {
+    line_ << x;
+    return *this;
+  }
+  // std::endl: the line ends with the statement.
+  said_failure& operator<<(std::ostream& (*)(std::ostream&)) { return *this; }
+
+private:
+  std::string* first_;
+  std::ostringstream line_;
+};
+
+} // namespace
+
 int member_role_main(caf::actor_system& sys, const run_config& cfg,
                      const registry& reg, node_links& links,
-                     const trainer_hooks* hooks) {
+                     const trainer_hooks* hooks, std::string* failure) {
   auto& c = cfg.node.cluster;
   std::cout << "stoker-node: role " << to_string(cfg.node.role) << ", node "
             << cfg.node.name << ", head " << c.head_host << ":" << c.head_port
@@ -285,7 +322,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
               << std::endl;
   auto head = connect_to_head(sys, c, links);
   if (!head) {
-    std::cerr << "stoker-node: " << describe(head.error()) << std::endl;
+    said_failure{failure} << "stoker-node: " << describe(head.error()) << std::endl;
     return 1;
   }
   caf::scoped_actor self{sys};
@@ -306,7 +343,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
     .receive([&](welcome& w) { hello = std::move(w); },
              [&](caf::error& err) { hello = std::move(err); });
   if (!hello) {
-    std::cerr << "stoker-node: the head did not take node '" << cfg.node.name
+    said_failure{failure} << "stoker-node: the head did not take node '" << cfg.node.name
               << "': " << describe(hello.error()) << std::endl;
     return 1;
   }
@@ -317,7 +354,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   if (!err)
     err = check_batch_fits(hello->pipeline, physical_memory_bytes());
   if (err) {
-    std::cerr << "stoker-node: node '" << cfg.node.name
+    said_failure{failure} << "stoker-node: node '" << cfg.node.name
               << "' refuses to join: " << describe(err) << std::endl;
     return 1;
   }
@@ -329,7 +366,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
                  : start_trainers(sys, self, mine, *hello, *head, reg, links,
                                   hooks);
   if (!local) {
-    std::cerr << "stoker-node: " << describe(local.error()) << std::endl;
+    said_failure{failure} << "stoker-node: " << describe(local.error()) << std::endl;
     return 1;
   }
   std::cout << to_string(cfg.node.role) << " '" << cfg.node.name
@@ -362,7 +399,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
           self->send(*head, node_alive{cfg.node.name});
         },
         [&](run_refusal& refusal) {
-          std::cerr << "stoker-node: the head refused the run: "
+          said_failure{failure} << "stoker-node: the head refused the run: "
                     << refusal.reason << std::endl;
           code = 2;
         },
@@ -383,7 +420,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
         },
         [&](caf::down_msg& msg) {
           if (msg.source == caf::actor_cast<caf::actor_addr>(*head)) {
-            std::cerr << "stoker-node: the head at " << head_at
+            said_failure{failure} << "stoker-node: the head at " << head_at
                       << " went away before the run ended"
                       << (msg.reason ? ": " + describe(msg.reason) : "")
                       << std::endl;
@@ -407,13 +444,13 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
           if (world <= 1 || mine.node.trainer.checkpoint_dir.empty()
               || is(msg.reason, errc::invalid_config) || hooks != nullptr) {
             if (msg.reason && msg.reason != caf::exit_reason::user_shutdown)
-              std::cerr << "stoker-node: trainer " << cfg.node.name << "/"
+              said_failure{failure} << "stoker-node: trainer " << cfg.node.name << "/"
                         << index << " stopped: " << describe(msg.reason)
                         << std::endl;
             return;
           }
           if (++restarts > max_trainer_restarts) {
-            std::cerr << "stoker-node: trainer " << cfg.node.name << "/"
+            said_failure{failure} << "stoker-node: trainer " << cfg.node.name << "/"
                       << index << " stopped (" << describe(msg.reason)
                       << ") after " << max_trainer_restarts
                       << " restarts; not starting it again" << std::endl;
@@ -429,7 +466,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
           auto started = start_trainer(sys, again, hello->router, reg, index,
                                        *local, links, nullptr);
           if (!started) {
-            std::cerr << "stoker-node: cannot start trainer " << cfg.node.name
+            said_failure{failure} << "stoker-node: cannot start trainer " << cfg.node.name
                       << "/" << index << " again: "
                       << describe(started.error()) << std::endl;
             return;
@@ -445,7 +482,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
         },
         [&](world_atom, uint32_t w) { world = w; },
         caf::after(silence) >> [&] {
-          std::cerr << "stoker-node: the head at " << head_at
+          said_failure{failure} << "stoker-node: the head at " << head_at
                     << " has been silent for " << silence.count()
                     << " ms (cluster.heartbeat-timeout): it is hung or cut "
                        "off"
@@ -457,14 +494,14 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
       break;
     code = 1;
     if (!hello->resumable) {
-      std::cerr << "stoker-node: node '" << cfg.node.name
+      said_failure{failure} << "stoker-node: node '" << cfg.node.name
                 << "' stops (the head keeps no journal: set "
                    "cluster.state-dir on the head for nodes that outlive it)"
                 << std::endl;
       break;
     }
     if (world > 1) {
-      std::cerr << "stoker-node: node '" << cfg.node.name
+      said_failure{failure} << "stoker-node: node '" << cfg.node.name
                 << "' stops: its data-parallel group met at the head's "
                    "store, which went with it (start the run again, the "
                    "trainers with --resume from the group's checkpoint)"
@@ -478,7 +515,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
     auto back = rejoin_head(sys, self, mine, info, *local, head->node(),
                             links);
     if (!back) {
-      std::cerr << "stoker-node: " << describe(back.error()) << "; node '"
+      said_failure{failure} << "stoker-node: " << describe(back.error()) << "; node '"
                 << cfg.node.name << "' stops" << std::endl;
       break;
     }
@@ -508,7 +545,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
     [&](shutdown_atom) { return done_atom::value; },
     caf::after(std::chrono::seconds(5)) >> [&] { waiting = false; });
   if (alive > 0)
-    std::cerr << "stoker-node: " << alive
+    said_failure{failure} << "stoker-node: " << alive
               << " local actor(s) did not stop within 5 s" << std::endl;
   for (auto& stream : local->streams)
     std::cout << "batch stream: " << stream->frames()

@@ -37,10 +37,13 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
 /// or model `reg` lacks. Returns the exit code. `hooks` (may be null): a
 /// trainer node's engine from an embedding process (the Python package's
 /// loop); then a lost trainer is not started again and the process's end
-/// is the embedder's (no bound_shutdown).
+/// is the embedder's (no bound_shutdown). `failure` (may be null) gets the
+/// first failure line it said (without "stoker-node: "), so an embedder
+/// raises the reason, not an exit code.
 int member_role_main(caf::actor_system& sys, const run_config& cfg,
                      const registry& reg, node_links& links,
-                     const trainer_hooks* hooks = nullptr);
+                     const trainer_hooks* hooks = nullptr,
+                     std::string* failure = nullptr);
 
 /// Bounds the process's remaining lifetime: if it has not exited within
 /// `limit` (e.g. because the actor system's shutdown waits on a network peer
