@@ -377,4 +377,34 @@ BOOST_AUTO_TEST_CASE(skipped_samples_are_handled_not_delivered_and_listed) {
              json);
 }
 
+BOOST_AUTO_TEST_CASE(a_lost_worker_keeps_what_the_head_saw_of_it) {
+  router_summary router;
+  router.samples_expected = 256;
+  router.finished = true;
+  router.lost_workers = {"w-b/0"};
+  worker_stats seen = worker("w-b/0", 7, 112, 500);
+  seen.decoded_files = 112;
+  seen.decode_ns = 112'000'000;
+  router.lost_worker_stats = {seen};
+  trainer_stats trainer;
+  trainer.grouped = true;
+  trainer.samples_delivered = trainer.unique_samples = 256;
+  auto answered = worker("w-a/0", 9, 144, 900);
+  answered.decoded_files = 144;
+  answered.decode_ns = 144'000'000;
+  auto r = make_report(router, trainer, {answered});
+  BOOST_REQUIRE(r.workers.size() == 2u);
+  BOOST_TEST(r.workers[1].name == "w-b/0");
+  BOOST_TEST(r.workers[1].batches == 7u);
+  BOOST_TEST(r.workers[1].lost);
+  BOOST_TEST(!r.workers[0].lost);
+  BOOST_TEST(r.decoded_files == 256u);
+  // One that answered after all is not listed twice.
+  auto both = make_report(router, trainer, {answered, seen});
+  BOOST_TEST(both.workers.size() == 2u);
+  BOOST_TEST(to_json(r).find("\"name\": \"w-b/0\", \"batches\": 7, "
+                             "\"samples\": 112,")
+             != std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -303,16 +303,8 @@ BOOST_AUTO_TEST_CASE(a_node_of_another_release_is_refused_by_name) {
 }
 
 BOOST_AUTO_TEST_CASE(a_port_in_use_is_named_and_the_head_exits_2) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr)
-                == 0);
-  BOOST_REQUIRE(::listen(fd, 1) == 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  auto port = std::to_string(ntohs(addr.sin_port));
+  taken_port taken;
+  auto port = std::to_string(taken.port);
   auto head = start_node(with_small({"--role=head", "--cluster.port=" + port}),
                          tmp_path("inuse.log"));
   BOOST_TEST(wait_exit(head, 30s) == 2); // refused before anything ran
@@ -321,7 +313,6 @@ BOOST_AUTO_TEST_CASE(a_port_in_use_is_named_and_the_head_exits_2) {
                       "127.0.0.1:" + port + " (Address already in use)")
                != std::string::npos,
              log);
-  ::close(fd);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_without_a_head_fails_clearly_within_the_timeout) {

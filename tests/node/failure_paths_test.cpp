@@ -4,11 +4,6 @@
 #include <csignal>
 #include <regex>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include "support/node_processes.hpp"
 
 // What a new user hits when a run cannot go on: shapes that never fit, a
@@ -75,16 +70,8 @@ BOOST_AUTO_TEST_CASE(shapes_that_never_fit_are_refused_before_any_allocation) {
 }
 
 BOOST_AUTO_TEST_CASE(a_taken_metrics_port_is_refused_before_any_worker_starts) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr)
-                == 0);
-  BOOST_REQUIRE(::listen(fd, 1) == 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  auto port = std::to_string(ntohs(addr.sin_port));
+  taken_port taken;
+  auto port = std::to_string(taken.port);
   auto t0 = clock_type::now();
   auto run = start_node({"--trainer.device=sim", "--metrics.port=" + port},
                         tmp_path("metrics-taken.log"));
@@ -96,7 +83,6 @@ BOOST_AUTO_TEST_CASE(a_taken_metrics_port_is_refused_before_any_worker_starts) {
              log);
   BOOST_TEST(!has(log, "lost"), log); // no worker was started to be lost
   BOOST_TEST(!has(log, "exit_reason"), log);
-  ::close(fd);
 }
 
 BOOST_AUTO_TEST_CASE(a_batch_no_worker_can_allocate_fails_the_run_at_once) {

@@ -77,6 +77,17 @@ BOOST_AUTO_TEST_CASE(a_worker_killed_mid_epoch_loses_no_sample) {
   BOOST_TEST(json.find("\"missing\": 0,") != std::string::npos);
   BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
   BOOST_TEST(json.find("\"lost_workers\": [\"w-b/0\"]") != std::string::npos);
+  // The lost worker stays in the workers list with what the head saw it
+  // make before it died (it was left out, and with it 437 of 570 batches
+  // in one run).
+  std::smatch m;
+  BOOST_REQUIRE_MESSAGE(
+    std::regex_search(json, m,
+                      std::regex{R"re(\{"name": "w-b/0", "batches": (\d+), )re"
+                                 R"re("samples": (\d+), [^}]*"lost": true\})re"}),
+    json);
+  BOOST_TEST(std::stoi(m[1]) > 0);
+  BOOST_TEST(std::stoi(m[2]) >= std::stoi(m[1])); // at least a sample each
 }
 
 BOOST_AUTO_TEST_CASE(tar_shards_lose_no_sample_to_a_killed_worker) {
@@ -95,6 +106,12 @@ BOOST_AUTO_TEST_CASE(tar_shards_lose_no_sample_to_a_killed_worker) {
   BOOST_TEST(json.find("\"duplicates\": 0,") != std::string::npos);
   BOOST_TEST(json.find("\"skipped_files\": 0,") != std::string::npos);
   BOOST_TEST(json.find("\"lost_workers\": [\"w-b/0\"]") != std::string::npos);
+  // Every delivered sample was decoded once at least: the lost worker's
+  // decodes count (its last report's counters).
+  std::smatch m;
+  BOOST_REQUIRE(std::regex_search(json, m,
+                                  std::regex{R"("decoded_files": (\d+),)"}));
+  BOOST_TEST(std::stoi(m[1]) >= 6400, json);
 }
 
 BOOST_AUTO_TEST_CASE(a_hung_worker_is_lost_after_the_heartbeat_timeout) {

@@ -286,6 +286,9 @@ BOOST_AUTO_TEST_CASE(a_headless_browser_shows_the_live_dashboard) {
       std::remove(dom.c_str());
       BOOST_TEST(page.find("worker-0") != std::string::npos, page);
       BOOST_TEST(page.find("worker-1") != std::string::npos, page);
+      // Rows in name order; the workers' samples/s beside their capacity.
+      BOOST_TEST(page.find(">worker-0<") < page.find(">worker-1<"), page);
+      BOOST_TEST(page.find("capacity/s") != std::string::npos, page);
       std::smatch m;
       std::regex sps{R"(id="sps">([0-9]+)<)"};
       BOOST_TEST(std::regex_search(page, m, sps), page);

@@ -41,6 +41,7 @@ job_view mid_run() {
     w.mailbox = 2;
     w.outstanding = 1;
     w.items_leased = 7;
+    w.samples_done = 96;
     r.workers.push_back(w);
   }
   trainer_stats ts;
@@ -155,7 +156,8 @@ BOOST_AUTO_TEST_CASE(state_json_carries_the_report_and_the_live_view) {
                    "\"name\": \"w-a/0\"", "\"leases\": 7",
                    "\"window_last_change\": \"narrowed 7 -> 6: trainer "
                    "never waited\"",
-                   "\"lost_workers\": [\"w-b/1\"]", "\"busy_ns\": 2000000000"})
+                   "\"lost_workers\": [\"w-b/1\"]", "\"busy_ns\": 2000000000",
+                   "\"samples_done\": 96"})
     BOOST_TEST(json.find(key) != std::string::npos, key << " in " << json);
 }
 

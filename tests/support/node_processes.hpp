@@ -224,6 +224,26 @@ inline uint16_t free_port() {
   return ntohs(addr.sin_port);
 }
 
+// A loopback port someone else listens on (a port in use), held until
+// the object goes.
+struct taken_port {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  uint16_t port = 0;
+  taken_port() {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::listen(fd, 1);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+  }
+  taken_port(const taken_port&) = delete;
+  taken_port& operator=(const taken_port&) = delete;
+  ~taken_port() { ::close(fd); }
+};
+
 // A connection to 127.0.0.1:port (blocking; 10 s receive timeout), or -1.
 inline int connect_loopback(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -174,6 +174,22 @@ BOOST_AUTO_TEST_CASE(center_crop_takes_the_middle_and_pads_small_images) {
   auto padded = values(center_crop(counting(2, 2), 4, 4));
   BOOST_TEST(padded == (std::vector<float>{0, 0, 0, 0, 0, 0, 1, 0,
                                            0, 2, 3, 0, 0, 0, 0, 0}));
+  // An odd margin: torchvision's offset is Python's round((W - w) / 2),
+  // halves to even: 257 -> 224 starts at column 16 (round(16.5)), 259 ->
+  // 224 at 18 (round(17.5)), both rows and columns.
+  for (auto [side, start] : {std::pair{257, 16}, std::pair{259, 18}}) {
+    cv::Mat cols(side, side, CV_32FC1);
+    for (int y = 0; y < side; ++y)
+      for (int x = 0; x < side; ++x)
+        cols.at<float>(y, x) = static_cast<float>(1000 * y + x);
+    auto crop = center_crop(cols, 224, 224);
+    BOOST_TEST(crop.at<float>(0, 0) == static_cast<float>(1001 * start),
+               side << ": " << crop.at<float>(0, 0));
+  }
+  BOOST_TEST(python_round(0.5) == 0);
+  BOOST_TEST(python_round(1.5) == 2);
+  BOOST_TEST(python_round(2.5) == 2);
+  BOOST_TEST(python_round(-0.5) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(resize_is_bilinear_with_half_pixel_centres) {

@@ -157,6 +157,13 @@ struct worker_report {
   uint32_t in_flight = 0;     ///< items it is working on (0 or 1)
   uint64_t processed = 0;     ///< items finished so far
   uint64_t busy_total_ns = 0; ///< busy time so far
+  /// Its counters so far (worker_stats'), so that the head keeps what a
+  /// worker made though it is lost before the run's end.
+  uint64_t samples_total = 0;
+  uint64_t decoded_files = 0;
+  uint64_t decode_ns = 0;
+  uint64_t decoded_pixels = 0;
+  uint64_t file_pixels = 0;
 };
 
 /// What a trainer tells the router about a batch it consumed (trained,
@@ -381,6 +388,9 @@ struct router_summary {
   uint64_t samples_acked = 0;
   std::string stopped_by; ///< set when the run was ended early, and how
   std::vector<std::string> lost_workers; ///< died or went silent
+  /// What the router last saw of each lost worker (its reports' counters,
+  /// its finished items): a lost worker cannot answer for the report.
+  std::vector<worker_stats> lost_worker_stats;
   uint64_t samples_expected = 0;
   group_plan plan; ///< the group's epoch plan (world, dropped, padded)
   uint64_t wall_ns = 0;
@@ -419,6 +429,7 @@ struct worker_status {
   uint64_t outstanding = 0; ///< leased, not yet made
   uint64_t mailbox = 0;     ///< as last reported
   uint64_t items_done = 0;
+  uint64_t samples_done = 0; ///< samples of the items it finished
   uint64_t items_leased = 0; ///< leases it was given, over the run
   double rate_sps = 0.0;
   bool draining = false;
@@ -466,7 +477,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
   return f(caf::meta::type_name("worker_report"), x.batch_id, x.samples,
            x.busy_ns, x.mailbox_depth, x.in_flight, x.processed,
-           x.busy_total_ns);
+           x.busy_total_ns, x.samples_total, x.decoded_files, x.decode_ns,
+           x.decoded_pixels, x.file_pixels);
 }
 
 template <class Inspector>
@@ -530,8 +542,8 @@ typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_status& x) {
   return f(caf::meta::type_name("worker_status"), x.name, x.host, x.alive,
-           x.local, x.outstanding, x.mailbox, x.items_done, x.items_leased,
-           x.draining,
+           x.local, x.outstanding, x.mailbox, x.items_done, x.samples_done,
+           x.items_leased, x.draining,
            x.rate_sps, x.expected_delay_s, x.overdue_ms, x.heard_ms_ago);
 }
 
@@ -548,7 +560,7 @@ typename Inspector::result_type inspect(Inspector& f, router_summary& x) {
            x.batches_leased, x.batches_acked, x.batches_hedged,
            x.batches_released, x.batches_resumed, x.samples_acked,
            x.stopped_by,
-           x.lost_workers,
+           x.lost_workers, x.lost_worker_stats,
            x.samples_expected, x.plan, x.wall_ns, x.window, x.window_max,
            x.window_changes, x.window_last_change, x.placement, x.gpu_share,
            x.batches_gpu_blur, x.placement_changes, x.placement_last_change,

@@ -55,8 +55,22 @@ run_report make_report(const router_summary& router,
 
 run_report make_report(const router_summary& router,
                        std::vector<trainer_stats> trainers,
-                       const std::vector<worker_stats>& workers) {
+                       const std::vector<worker_stats>& answered) {
   run_report r;
+  // Every worker: those that answered, and the lost ones as the router
+  // last saw them (a lost worker's batches and decodes still happened).
+  std::vector<worker_stats> workers = answered;
+  std::vector<bool> lost(workers.size(), false);
+  for (auto& seen : router.lost_worker_stats) {
+    bool answered_too = std::any_of(workers.begin(), workers.end(),
+                                    [&](auto& w) {
+                                      return w.name == seen.name;
+                                    });
+    if (!answered_too) {
+      workers.push_back(seen);
+      lost.push_back(true);
+    }
+  }
   // The group that ran: one trainer per rank as the router gave them. A
   // trainer that holds no rank (its node started more than the group has)
   // is left out; of a rank's trainers (one restarted) the one furthest on
@@ -274,8 +288,10 @@ run_report make_report(const router_summary& router,
                             ? std::nan("")
                             : static_cast<double>(decoded_pixels)
                                 / static_cast<double>(file_pixels);
-  for (auto& w : workers) {
+  for (size_t i = 0; i < workers.size(); ++i) {
+    auto& w = workers[i];
     worker_entry e;
+    e.lost = lost[i];
     e.name = w.name;
     e.batches = w.batches;
     e.samples = w.samples;
@@ -430,7 +446,8 @@ std::string to_json(const run_report& r) {
         << ", \"batches\": " << w.batches << ", \"samples\": " << w.samples
         << ", \"busy_fraction\": " << json_number(w.busy_fraction)
         << ", \"minor_faults_per_batch\": "
-        << json_number(w.minor_faults_per_batch) << "}";
+        << json_number(w.minor_faults_per_batch)
+        << ", \"lost\": " << (w.lost ? "true" : "false") << "}";
   }
   out << (r.workers.empty() ? "],\n" : "\n  ],\n");
   out << "  \"trainers\": [";

@@ -18,6 +18,9 @@ struct worker_entry {
   double busy_fraction = 0.0; ///< busy time / time alive
   /// Minor page faults per batch after the first few (NaN: too few).
   double minor_faults_per_batch = 0.0;
+  /// Lost during the run: its figures are what the head last saw of it
+  /// (its reports and finished items), not its own answer.
+  bool lost = false;
 };
 
 /// One trainer (a rank of the data-parallel group) in the run report.

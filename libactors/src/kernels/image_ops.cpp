@@ -69,8 +69,8 @@ cv::Mat center_crop(const cv::Mat& img, uint32_t height, uint32_t width) {
                        cv::Scalar::all(0));
   }
   // torchvision: top = round((H - h) / 2), left likewise.
-  int top = static_cast<int>(std::lround((src.rows - h) / 2.0));
-  int left = static_cast<int>(std::lround((src.cols - w) / 2.0));
+  int top = python_round((src.rows - h) / 2.0);
+  int left = python_round((src.cols - w) / 2.0);
   return src(cv::Rect{left, top, w, h}).clone();
 }
 
@@ -97,8 +97,8 @@ cv::Rect random_resized_box(int height, int width, double scale_min,
     auto u = [&](int i) { return (words[i] >> 8) * (1.0 / 16777216.0); };
     double target = area * (scale_min + (scale_max - scale_min) * u(0));
     double ratio = std::exp(log_lo + (log_hi - log_lo) * u(1));
-    int w = static_cast<int>(std::lround(std::sqrt(target * ratio)));
-    int h = static_cast<int>(std::lround(std::sqrt(target / ratio)));
+    int w = python_round(std::sqrt(target * ratio));
+    int h = python_round(std::sqrt(target / ratio));
     if (w > 0 && h > 0 && w <= width && h <= height) {
       int top = static_cast<int>(u(2) * (height - h + 1));
       int left = static_cast<int>(u(3) * (width - w + 1));
@@ -110,9 +110,9 @@ cv::Rect random_resized_box(int height, int width, double scale_min,
   double in_ratio = static_cast<double>(width) / height;
   int w = width, h = height;
   if (in_ratio < ratio_min)
-    h = static_cast<int>(std::lround(w / ratio_min));
+    h = python_round(w / ratio_min);
   else if (in_ratio > ratio_max)
-    w = static_cast<int>(std::lround(h * ratio_max));
+    w = python_round(h * ratio_max);
   return cv::Rect{(width - w) / 2, (height - h) / 2, w, h};
 }
 

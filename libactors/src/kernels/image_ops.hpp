@@ -3,6 +3,7 @@
 // The image operations the built-in transforms run (OpenCV, HWC images):
 // pure functions, tested on hand-made cases.
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,8 +25,15 @@ cv::Mat decode_image(const std::vector<char>& bytes, bool gray);
 /// `height` 0: the shorter side becomes `width`, keeping the aspect ratio.
 cv::Mat resize_image(const cv::Mat& img, uint32_t height, uint32_t width);
 
+/// Python's round(): to the nearest, halves to even, as torchvision's
+/// geometry uses it (a crop's offset round((H - h) / 2) of 16.5 is 16, not
+/// std::lround's 17: one pixel off wherever the margin is odd).
+inline int python_round(double x) {
+  return static_cast<int>(std::nearbyint(x)); // the default mode: to even
+}
+
 /// The centre `height` x `width` window; zero padding where the image is
-/// smaller (torchvision's CenterCrop).
+/// smaller (torchvision's CenterCrop: offsets python_round((H - h) / 2)).
 cv::Mat center_crop(const cv::Mat& img, uint32_t height, uint32_t width);
 
 /// A window of the image padded by `padding` zeros on every side, at a

@@ -4,18 +4,14 @@
 #include <exception>
 #include <thread>
 
-#include <netdb.h>
-#include <sys/socket.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "stoker/errors.hpp"
 #include "stoker/registry.hpp"
 #include "core/machine.hpp"
 #include "data/resolve.hpp"
 #include "kernels/blur.hpp"
+#include "transport/sockets.hpp"
 
 namespace stoker {
 
@@ -145,45 +141,6 @@ caf::error prepare_run(run_config& cfg, const registry& reg) {
   return caf::none;
 }
 
-namespace {
-
-// Binds (and closes) a socket on `bind`:`port`; the system's reason if it
-// cannot.
-std::string cannot_bind(const std::string& bind, uint16_t port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  auto service = std::to_string(port);
-  if (int rc = ::getaddrinfo(bind.c_str(), service.c_str(), &hints, &found))
-    return std::string{"the address does not resolve ("}
-           + ::gai_strerror(rc) + ")";
-  std::string why;
-  for (auto* a = found; a != nullptr; a = a->ai_next) {
-    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
-                      a->ai_protocol);
-    if (fd < 0) {
-      why = std::strerror(errno);
-      continue;
-    }
-    int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    bool bound = ::bind(fd, a->ai_addr, a->ai_addrlen) == 0;
-    if (!bound)
-      why = std::strerror(errno);
-    ::close(fd);
-    if (bound) {
-      why.clear();
-      break;
-    }
-  }
-  ::freeaddrinfo(found);
-  return why;
-}
-
-} // namespace
-
 caf::error check_ports_free(const node_options& node) {
   struct listener {
     const char* key;
@@ -200,15 +157,23 @@ caf::error check_ports_free(const node_options& node) {
   for (auto& l : ports) {
     if (l.port == 0)
       continue;
-    auto why = cannot_bind(l.bind, l.port);
-    if (!why.empty())
-      return make_error(errc::invalid_config,
-                        std::string{l.key} + " = " + std::to_string(l.port)
-                          + ": cannot listen on " + l.bind + ":"
-                          + std::to_string(l.port) + " (" + why
-                          + "); expected a free port (or 0), and an address "
-                            "of this machine in "
-                          + l.bind_key);
+    // Listen, then close at once: the port is free now.
+    auto taken = detail::tcp_listen(l.bind, l.port, l.key);
+    if (taken) {
+      ::close(taken->fd);
+      continue;
+    }
+    auto why = describe(taken.error());
+    auto colon = why.rfind(": ");
+    return make_error(errc::invalid_config,
+                      std::string{l.key} + " = " + std::to_string(l.port)
+                        + ": cannot listen on " + l.bind + ":"
+                        + std::to_string(l.port) + " ("
+                        + (colon == std::string::npos ? why
+                                                      : why.substr(colon + 2))
+                        + "); expected a free port (or 0), and an address "
+                          "of this machine in "
+                        + l.bind_key);
   }
   return caf::none;
 }

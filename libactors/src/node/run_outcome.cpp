@@ -230,7 +230,9 @@ int finish_run(const caf::expected<run_report>& report,
               << std::endl;
   for (auto& w : r.workers)
     std::cout << "  " << w.name << ": " << w.batches << " batches, busy "
-              << 100.0 * w.busy_fraction << "%" << std::endl;
+              << 100.0 * w.busy_fraction << "%"
+              << (w.lost ? " (lost; as the head last saw it)" : "")
+              << std::endl;
   if (r.decoded_files > 0)
     std::cout << "  decode: " << r.decoded_files << " files, "
               << std::setprecision(3) << r.decode_ms_per_file

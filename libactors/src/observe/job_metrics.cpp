@@ -281,6 +281,7 @@ std::string render_state_json(const job_view& job, std::string_view version) {
         << ", \"outstanding\": " << w.outstanding
         << ", \"leases\": " << w.items_leased
         << ", \"items_done\": " << w.items_done
+        << ", \"samples_done\": " << w.samples_done
         << ", \"rate_sps\": " << json_number(w.rate_sps)
         << ", \"heard_ms_ago\": " << w.heard_ms_ago << ", \"busy_ns\": "
         << (found != own.end() ? found->second->busy_ns : 0)

@@ -222,6 +222,25 @@ void fetch(router_ptr self) {
       });
 }
 
+// What the router last saw of worker `index`, for the report: a lost
+// worker cannot answer for itself.
+worker_stats last_seen(const router_state& st, size_t index) {
+  auto& w = st.table.workers()[index];
+  auto& r = st.last_counts[index];
+  worker_stats out;
+  out.name = w.name;
+  out.batches = w.items_done;
+  out.samples = std::max<uint64_t>(r.samples_total, w.samples_done);
+  out.busy_ns = r.busy_total_ns;
+  out.alive_ns = w.last_report_ns - std::min(w.last_report_ns,
+                                             st.joined_ns[index]);
+  out.decoded_files = r.decoded_files;
+  out.decode_ns = r.decode_ns;
+  out.decoded_pixels = r.decoded_pixels;
+  out.file_pixels = r.file_pixels;
+  return out;
+}
+
 // A worker died or hung: the book re-leases everything it held.
 void lose_worker(router_ptr self, size_t index, const std::string& why) {
   auto& st = self->state;
@@ -230,6 +249,7 @@ void lose_worker(router_ptr self, size_t index, const std::string& why) {
   size_t held = 0;
   auto orders = st.book.lose_worker(index, st.table, st.now_ns(), &held);
   st.summary.lost_workers.push_back(st.table.workers()[index].name);
+  st.summary.lost_worker_stats.push_back(last_seen(st, index));
   caf::aout(self) << "router: worker '" << st.table.workers()[index].name
                   << "' lost (" << why << "); re-leasing " << held
                   << " batch(es)" << std::endl;
@@ -261,6 +281,7 @@ void worker_exited(router_ptr self, size_t index, const caf::error& reason) {
   // Nothing is re-leased: another worker would fail the same way.
   st.table.remove_worker(index);
   st.summary.lost_workers.push_back(st.table.workers()[index].name);
+  st.summary.lost_worker_stats.push_back(last_seen(st, index));
   if (!st.failure)
     st.failure = make_error(errc::run_failure,
                             "worker '" + st.table.workers()[index].name
@@ -376,6 +397,7 @@ void on_report(router_ptr self, const worker_actor& worker,
     return; // unknown, or lost already: its work went elsewhere
   auto now = st.now_ns();
   st.busy_total[i->second] = report.busy_total_ns;
+  st.last_counts[i->second] = report;
   if (report.samples > 0) {
     st.table.on_done(i->second, report.samples, report.busy_ns,
                      report.mailbox_depth, now);
@@ -455,6 +477,8 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
       s.worker_memory.push_back(join.memory_bytes);
       s.busy_total.resize(s.workers.size(), 0);
       s.busy_at_period.resize(s.workers.size(), 0);
+      s.last_counts.resize(s.workers.size());
+      s.joined_ns.resize(s.workers.size(), s.now_ns());
       dispatch(self);
     },
     [=](credit_atom, trainer_actor& trainer, const trainer_hello& hello) {

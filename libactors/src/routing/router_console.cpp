@@ -66,6 +66,7 @@ router_status status_of(router_ptr self) {
     ws.outstanding = w.outstanding_items;
     ws.mailbox = w.mailbox_depth;
     ws.items_done = w.items_done;
+    ws.samples_done = w.samples_done;
     ws.items_leased = w.items_leased;
     ws.draining = w.draining;
     ws.rate_sps = w.has_rate ? w.rate_sps : 0.0;

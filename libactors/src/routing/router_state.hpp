@@ -80,6 +80,10 @@ struct router_state {
   offload_signals period; // acks summed since the period began
   uint64_t period_started_ns = 0;
   std::vector<uint64_t> busy_total;     // per worker: last busy_total_ns
+  // Per worker: its last report's counters and when it joined (the
+  // report's view of a worker lost before it could answer).
+  std::vector<worker_report> last_counts;
+  std::vector<uint64_t> joined_ns;
   std::vector<uint64_t> busy_at_period; // per worker: at the period's start
   // -- the run
   router_summary summary; // what the book does not count

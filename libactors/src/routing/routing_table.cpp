@@ -84,6 +84,7 @@ void routing_table::on_done(size_t index, uint32_t samples, uint64_t busy_ns,
   w.mailbox_depth = mailbox_depth;
   w.last_report_ns = std::max(w.last_report_ns, now_ns);
   ++w.items_done;
+  w.samples_done += samples;
   if (busy_ns > 0 && samples > 0) {
     double rate = samples / (static_cast<double>(busy_ns) * 1e-9);
     bool was_fastest = w.has_rate && w.rate_sps >= fastest_rate_;

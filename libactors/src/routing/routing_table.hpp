@@ -24,6 +24,7 @@ struct worker_load {
   double rate_sps = 0.0;            ///< samples/s of busy time (moving avg.)
   bool has_rate = false;            ///< false until the first finished item
   uint64_t items_done = 0;
+  uint64_t samples_done = 0;   ///< samples of the items it finished
   uint64_t items_leased = 0;   ///< leases it was given, over the run
   uint64_t last_report_ns = 0; ///< when it last reported (router's clock)
   bool alive = true;           ///< false once lost: never picked again

@@ -152,8 +152,8 @@ caf::expected<bool> transform_chain::apply_fused(sample_input& input,
     out_w = static_cast<int>(c.size() == 2 ? c[1] : c[0]);
     if (rh < out_h || rw < out_w)
       return false; // center-crop pads: the entries one by one
-    auto top = static_cast<double>(std::lround((rh - out_h) / 2.0));
-    auto left = static_cast<double>(std::lround((rw - out_w) / 2.0));
+    auto top = static_cast<double>(python_round((rh - out_h) / 2.0));
+    auto left = static_cast<double>(python_round((rw - out_w) / 2.0));
     double sx = h->width / rw;
     double sy = h->height / rh;
     box = cv::Rect2d{left * sx, top * sy, out_w * sx, out_h * sy};

@@ -100,6 +100,11 @@ worker_report make_report(worker_ptr self) {
   report.mailbox_depth = self->mailbox().size();
   report.processed = st.stats.batches;
   report.busy_total_ns = st.stats.busy_ns;
+  report.samples_total = st.stats.samples;
+  report.decoded_files = st.stats.decoded_files;
+  report.decode_ns = st.stats.decode_ns;
+  report.decoded_pixels = st.stats.decoded_pixels;
+  report.file_pixels = st.stats.file_pixels;
   return report;
 }
 
