@@ -139,6 +139,17 @@ def test_bad_keys_and_values_raise_config_error_with_the_nodes_message():
         stoker.DataLoader(trainer={"count": 2})
     with pytest.raises(stoker.ConfigError, match="expected a dict|expected a bool"):
         stoker.DataLoader(pipeline={"batch_size": object()})
+    # A typo names the nearest key; a wrong type names key, value and what
+    # was expected; never CAF's parser_error(...).
+    for keys, words in (({"batch_sise": 64}, "did you mean 'batch-size'?"),
+                        ({"batch_size": "abc"},
+                         'pipeline.batch-size = "abc": expected an integer'),
+                        ({"batch_size": True},
+                         "pipeline.batch-size = true: expected an integer")):
+        with pytest.raises(stoker.ConfigError) as bad:
+            stoker.DataLoader(pipeline=keys)
+        assert words in str(bad.value), str(bad.value)
+        assert "parser_error" not in str(bad.value), str(bad.value)
 
 
 LOOP = """
