@@ -154,7 +154,7 @@ public:
         collective_timeout_ = run.pipeline.trainer.collective_timeout;
         feed_ = feed;
         if (closing_)
-          feed->close(make_error(errc::trainer_failure, *closing_));
+          feed->close(closing_error());
       }
       return make_feed_engine(std::move(feed), std::move(pool));
     };
@@ -260,13 +260,15 @@ public:
     return py::bytes(encode_checkpoint(feed->cursor()));
   }
 
-  /// The loop leaves: the trainer stops with `reason`, so the run ends
-  /// (failed, unless it had ended already).
-  void close(const std::string& reason) {
+  /// The loop leaves: the trainer stops with `reason`, so the run ends:
+  /// `stopped` (the loop closed its loader on purpose) as stopped, with
+  /// the steps the loop ended acked; else failed (unless it had ended).
+  void close(const std::string& reason, bool stopped) {
     std::lock_guard<std::mutex> guard{mutex_};
     closing_ = reason;
+    closing_stopped_ = stopped;
     if (feed_)
-      feed_->close(make_error(errc::trainer_failure, reason));
+      feed_->close(closing_error());
   }
 
   /// The group (rank, world, node, interface, generation, store: a c10d
@@ -385,6 +387,11 @@ private:
         return err;
     if (report->exactly_once())
       return caf::none;
+    // Ended on purpose (the loop closed early): what was trained was
+    // trained once, the rest never was; the report says so.
+    if (report->status == "stopped" && report->duplicates == 0
+        && report->rejected_batches == 0)
+      return caf::none;
     return make_error(errc::trainer_failure,
                       report->first_error.empty()
                         ? "the run did not deliver every sample exactly "
@@ -441,6 +448,14 @@ private:
   std::chrono::milliseconds collective_timeout_{0};
   std::shared_ptr<batch_feed> feed_; // made with the trainer (under mutex_)
   std::optional<std::string> closing_; // close() came before the feed
+  bool closing_stopped_ = false;       // and it was on purpose
+
+  // The reason close() gave, as the feed's error (under mutex_).
+  caf::error closing_error() const {
+    return make_error(closing_stopped_ ? errc::stopped : errc::trainer_failure,
+                      closing_.value_or("the training loop closed its "
+                                        "loader"));
+  }
   std::string failure_text_;
   trainer_hooks hooks_;
   std::unique_ptr<node_links> links_;
@@ -499,7 +514,8 @@ PYBIND11_MODULE(_stoker, m) {
          py::arg("release_first") = false)
     .def("release", &session::release)
     .def("cursor", &session::cursor)
-    .def("close", &session::close, py::arg("reason"))
+    .def("close", &session::close, py::arg("reason"),
+         py::arg("stopped") = false)
     .def("join", &session::join, py::arg("seconds"))
     .def("report_json", &session::report_json)
     .def("group", &session::group, py::arg("seconds"))

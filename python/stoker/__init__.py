@@ -249,7 +249,8 @@ class _Loop:
 
     def close(self):
         """Acknowledges the batch the loop holds; if the run has more, ends
-        it (the run then fails, saying the loop stopped). Waits for the
+        it: the run stops (its report's status "stopped", every batch the
+        loop took counted as trained, the rest not trained). Waits for the
         run's threads. Raises RunFailed if the run failed."""
         if not self._started:
             _open_loaders.discard(self)
@@ -261,8 +262,11 @@ class _Loop:
                 while not self._finished:
                     self._handle(self._wait())
             else:
-                self._abandon("the loop closed its loader in epoch "
-                              f"{self._epoch + 1} of {self.epochs}")
+                # On purpose: the run ends as stopped (the report says so,
+                # and what the loop trained), not failed.
+                self._abandon("the loop closed its loader at loader.epoch "
+                              f"{self._epoch} ({self._epoch} of "
+                              f"{self.epochs} epoch(s) done)", stopped=True)
                 return
         if not self._session.join(20.0):
             print("stoker: the run ended, but its network shutdown is still "
@@ -301,9 +305,9 @@ class _Loop:
                 raise ConfigError(str(err)) from None
             self._started = True
 
-    def _abandon(self, reason):
+    def _abandon(self, reason, stopped=False):
         if self._started and not self._finished:
-            self._session.close(reason)
+            self._session.close(reason, stopped)
             self._session.join(30.0)
             self._finished = True
         _open_loaders.discard(self)

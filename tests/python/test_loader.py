@@ -88,6 +88,16 @@ def test_state_dict_mid_epoch_resumes_with_every_sample_once():
             break
     state = first.state_dict()
     first.close()  # ends its run early: the rest is the next loader's
+    # Stopped on purpose, not failed; its steps are the loop's, all of
+    # them (the last two went uncounted before).
+    stopped = first.report
+    assert stopped["status"] == "stopped", stopped
+    assert "the loop closed its loader at loader.epoch 0 (0 of 2 epoch(s) " \
+        "done)" in stopped["stopped_by"], stopped
+    assert stopped["steps"] == len(taken) // 16, stopped
+    assert stopped["samples_delivered"] == len(taken), stopped
+    assert stopped["duplicates"] == 0
+    assert stopped["missing"] == 2 * 192 - len(taken), stopped
     assert state["epoch"] == 0
     second = stoker.DataLoader(**small_run())
     second.load_state_dict(state)

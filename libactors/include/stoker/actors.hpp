@@ -269,12 +269,26 @@ typename Inspector::result_type inspect(Inspector& f, node_alive& x) {
   return f(caf::meta::type_name("node_alive"), x.node);
 }
 
+/// A trainer whose training loop ended the run on purpose (a Python loop
+/// closed its loader before the last epoch): the router ends the run now,
+/// as stopped; what is in flight is not trained (the report's missing).
+struct loop_stopped {
+  uint32_t rank = 0;
+  std::string why;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, loop_stopped& x) {
+  return f(caf::meta::type_name("loop_stopped"), x.rank, x.why);
+}
+
 using router_actor = caf::typed_actor<
   caf::reacts_to<worker_join>,
   caf::reacts_to<node_silent>,
   caf::reacts_to<credit_atom, trainer_actor, trainer_hello>,
   caf::reacts_to<group_spec, trainer_actor>,
   caf::reacts_to<batch_ack>,
+  caf::reacts_to<loop_stopped>,
   caf::reacts_to<done_atom, worker_actor, worker_report>,
   caf::reacts_to<tick_atom>,
   caf::reacts_to<saved_atom>,

@@ -18,6 +18,7 @@ enum class errc : uint8_t {
   trainer_failure,    ///< the training step failed
   run_failure,        ///< an actor of the run failed or exited early
   out_of_memory,      ///< a worker could not allocate a batch
+  stopped,            ///< ended on purpose (a training loop closed early)
 };
 
 /// The atom that tags Stoker's error category in caf::error.

@@ -11,6 +11,7 @@ void register_message_types(caf::actor_system_config& cfg) {
     .add_message_type<batch_ack>("stoker::batch_ack")
     .add_message_type<worker_join>("stoker::worker_join")
     .add_message_type<steer_command>("stoker::steer_command")
+    .add_message_type<loop_stopped>("stoker::loop_stopped")
     .add_message_type<policy_change>("stoker::policy_change")
     .add_message_type<window_change>("stoker::window_change")
     .add_message_type<trainer_hello>("stoker::trainer_hello")

@@ -147,7 +147,7 @@ void maybe_finish(router_ptr self) {
     st.run_promise.deliver(st.failure);
     return;
   }
-  bool stopped = !st.stopping.empty() && st.book.drained();
+  bool stopped = !st.stopping.empty() && (st.book.drained() || st.stop_now);
   if (!st.book.done() && !stopped)
     return;
   if (stopped)
@@ -528,6 +528,18 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
     },
     [=](status_atom) { return status_of(self); },
     [=](const steer_command& cmd) { return steer(self, cmd); },
+    [=](const loop_stopped& m) {
+      // The loop will take no more batches: the run ends here, stopped;
+      // in-flight leases are never acked (not trained, not lost).
+      auto& s = self->state;
+      if (!s.stopping.empty() && s.stop_now)
+        return;
+      s.stopping = m.why;
+      s.stop_now = true;
+      caf::aout(self) << "router: trainer rank " << m.rank << ": " << m.why
+                      << "; the run ends, stopped" << std::endl;
+      maybe_finish(self);
+    },
     [=](const policy_change& change) { return set_policy(self, change); },
     [=](const window_change& change) { return set_window(self, change); },
     [=](saved_atom) {

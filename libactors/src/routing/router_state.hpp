@@ -76,6 +76,7 @@ struct router_state {
   std::string trace_path;
   bool paused = false;  // pause: no new leases
   std::string stopping; // shutdown: why; finish when drained
+  bool stop_now = false; // a loop stopped: finish without draining
   // -- the placement period
   offload_signals period; // acks summed since the period began
   uint64_t period_started_ns = 0;

@@ -45,7 +45,9 @@ caf::error batch_feed::hand_over(image_batch& batch,
 
 caf::expected<std::optional<ended_step>> batch_feed::ended() {
   std::lock_guard<std::mutex> guard{mutex_};
-  if (closed_)
+  // Steps the loop ended before it closed are its steps: the trainer acks
+  // them first (a closed loop's last two steps went uncounted).
+  if (ended_.empty() && closed_)
     return closed_;
   if (ended_.empty())
     return std::optional<ended_step>{};

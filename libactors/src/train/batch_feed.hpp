@@ -67,13 +67,15 @@ public:
   /// Hands `batch` over (its buffer moves out to the loop; `pool` is where
   /// the loop gives it back), first waiting while two are out (the loop
   /// holds one, the next waits for it). Its step ends later (ended()). An
-  /// error (errc::trainer_failure, the reason close() gave) once the loop
-  /// closed: the batch is not trained, the trainer quits.
+  /// error (the reason close() gave: errc::trainer_failure, or
+  /// errc::stopped for a loop that ended the run on purpose) once the loop
+  /// closed: the batch is not trained.
   caf::error hand_over(image_batch& batch, std::shared_ptr<buffer_pool> pool);
 
   /// The oldest handed batch whose step ended and that ended() has not
   /// given yet (the loop's wait for it inside next(), and its step: take to
-  /// release), or nothing; the reason once the loop closed.
+  /// release), or nothing; once the loop closed, the steps it ended before
+  /// that, then the reason.
   caf::expected<std::optional<ended_step>> ended();
 
   /// Called (on the loop's thread, or close()'s) each time a step ends or

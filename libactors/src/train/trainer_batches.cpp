@@ -251,9 +251,35 @@ bool finish_batch(trainer_ptr self, image_batch& batch,
 // the engine's step goes on after it returns (a loop's) or one before it
 // does, in order once that ended (finish_ended). False if the trainer had
 // to quit.
+// The loop's feed says it closed: on purpose (errc::stopped, after the
+// steps it ended were acked), the trainer tells the router that the run
+// ends, stopped, and stays to answer for the report; otherwise it quits
+// with the reason.
+void stop_or_quit(trainer_ptr self, const caf::error& err) {
+  auto& s = self->state;
+  if (!is(err, errc::stopped)) {
+    self->quit(err);
+    return;
+  }
+  if (s.loop_stopped)
+    return;
+  s.loop_stopped = true;
+  for (auto& u : s.unfinished) // handed to the loop, never ended: untrained
+    recycle(s, u.batch);
+  s.unfinished.clear();
+  loop_stopped m;
+  m.rank = s.group.rank;
+  m.why = describe(err);
+  self->send(s.router, std::move(m));
+}
+
 bool run_batch(trainer_ptr self, image_batch& batch,
                clock_type::time_point start, const router_actor& router) {
   auto& s = self->state;
+  if (s.loop_stopped) {
+    recycle(s, batch);
+    return false;
+  }
   auto waited = account_wait(self, start);
   decode_batch(batch, s.pool.get()); // to float32, if it came as 16-bit
   if (batch.order == layout::hwc) { // leased for the GPU blur (placement)
@@ -280,6 +306,11 @@ bool run_batch(trainer_ptr self, image_batch& batch,
     if (!batch.sample_ids.empty()) {
       auto result = s.engine->evaluate(batch);
       if (!result) {
+        if (is(result.error(), errc::stopped)) {
+          recycle(s, batch);
+          finish_ended(self);
+          return false;
+        }
         self->quit(result.error());
         return false;
       }
@@ -293,6 +324,12 @@ bool run_batch(trainer_ptr self, image_batch& batch,
     s.engine->set_learning_rate(learning_rate_at(s.spec, s.stats.steps));
     auto result = s.engine->step(batch);
     if (!result) {
+      if (is(result.error(), errc::stopped)) {
+        // Not trained: ack what the loop did end, then stop.
+        recycle(s, batch);
+        finish_ended(self);
+        return false;
+      }
       self->quit(result.error());
       return false;
     }
@@ -395,7 +432,7 @@ void finish_ended(trainer_ptr self) {
     if (front.pending) {
       auto e = s.engine->next_ended();
       if (!e) {
-        self->quit(e.error());
+        stop_or_quit(self, e.error());
         return;
       }
       if (!*e)
@@ -411,7 +448,7 @@ void finish_ended(trainer_ptr self) {
   if (s.unfinished.empty()) {
     // Nothing pending: the notice may say the loop left.
     if (auto e = s.engine->next_ended(); !e) {
-      self->quit(e.error());
+      stop_or_quit(self, e.error());
       return;
     }
   }
@@ -423,6 +460,10 @@ void finish_ended(trainer_ptr self) {
 
 void on_batch(trainer_ptr self, image_batch& batch) {
   auto& s = self->state;
+  if (s.loop_stopped) { // the run is ending, stopped: nothing is trained
+    recycle(s, batch);
+    return;
+  }
   ++s.stats.batches_received;
   s.stats.bytes_received += batch.data.size();
   auto same = [&](auto& h) { return h.batch_id == batch.batch_id; };

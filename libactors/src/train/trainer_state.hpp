@@ -75,6 +75,9 @@ struct trainer_state {
   // A new router (the head was started again): the next group_spec says
   // hello to it with everything trained so far.
   bool rejoining = false;
+  /// Its loop ended the run on purpose (errc::stopped): it told the router
+  /// and takes no more batches; it stays to answer for the report.
+  bool loop_stopped = false;
   std::shared_ptr<collective_group> collective; // world > 1
   // world > 1: batches run strictly in the order of their slot.seq (each
   // global step is the same step on every rank); those that arrive early
