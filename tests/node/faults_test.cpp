@@ -51,6 +51,7 @@ std::string run_with_a_failing_worker(const std::string& tag, int signal,
   BOOST_TEST_MESSAGE(read_file(head.proc.log));
   std::smatch m;
   auto log = read_file(head.proc.log);
+  BOOST_TEST(caf_internals_in(log).empty(), log);
   BOOST_REQUIRE(std::regex_search(
     log, m, std::regex{R"(router: worker 'w-b/0' lost \((.*)\); re-leasing (\d+))"}));
   BOOST_TEST(std::stoi(m[2]) > 0, "it held nothing when it failed");

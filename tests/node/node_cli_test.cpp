@@ -11,6 +11,8 @@
 #include "kernels/cuda_devices.hpp"
 #include "train/checkpoint.hpp"
 
+#include "support/node_processes.hpp"
+
 // Runs the real stoker-node binary, as a user would.
 
 namespace {
@@ -32,6 +34,9 @@ outcome run_node(const std::string& args) {
   int status = ::pclose(pipe);
   out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   BOOST_TEST_MESSAGE("$ stoker-node " << args << "\n" << out.output);
+  // Whatever the case, a user never reads CAF's internals.
+  BOOST_TEST(stoker_test::caf_internals_in(out.output).empty(),
+             args << ": " << out.output);
   return out;
 }
 

@@ -224,6 +224,19 @@ inline uint16_t free_port() {
   return ntohs(addr.sin_port);
 }
 
+// The first of CAF's renderings of its errors in `text` ("" if none): no
+// message a user reads may carry exit_reason(...), sec::..., a parser's
+// or an error's internal form.
+inline std::string caf_internals_in(const std::string& text) {
+  for (const char* part : {"exit_reason(", "sec::", "parser_error",
+                           "system_error(", "error(", "pec::"}) {
+    auto at = text.find(part);
+    if (at != std::string::npos)
+      return text.substr(at, 80);
+  }
+  return "";
+}
+
 // A loopback port someone else listens on (a port in use), held until
 // the object goes.
 struct taken_port {
