@@ -16,8 +16,9 @@ namespace stoker {
 /// (`checksums`, one per kept image). A sample whose file cannot be read
 /// or decoded is left out: its id, why (naming the file) and its source
 /// (dataset::source_of) go to skipped_ids / skipped_names /
-/// skipped_sources, and the run goes on. Writes into `buffer` (one of the right size, e.g. a pool's, is
-/// used as it is). Runs on the calling thread; the batch owns its buffer.
+/// skipped_sources, and the run goes on. Writes into `buffer` (one of the
+/// right size, e.g. a pool's, is used as it is). Runs on the calling
+/// thread; the batch owns its buffer.
 /// `tally`, when given, counts the decode steps (transform_chain::apply).
 /// Throws std::runtime_error if the chain makes another shape than
 /// `shape` (the head checked the chain, so that is a bug, not bad data).

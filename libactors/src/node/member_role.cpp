@@ -312,6 +312,7 @@ private:
 int member_role_main(caf::actor_system& sys, const run_config& cfg,
                      const registry& reg, node_links& links,
                      const trainer_hooks* hooks, std::string* failure) {
+  auto fail = [failure] { return said_failure{failure}; };
   auto& c = cfg.node.cluster;
   std::cout << "stoker-node: role " << to_string(cfg.node.role) << ", node "
             << cfg.node.name << ", head " << c.head_host << ":" << c.head_port
@@ -322,7 +323,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
               << std::endl;
   auto head = connect_to_head(sys, c, links);
   if (!head) {
-    said_failure{failure} << "stoker-node: " << describe(head.error()) << std::endl;
+    fail() << "stoker-node: " << describe(head.error()) << std::endl;
     return 1;
   }
   caf::scoped_actor self{sys};
@@ -343,7 +344,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
     .receive([&](welcome& w) { hello = std::move(w); },
              [&](caf::error& err) { hello = std::move(err); });
   if (!hello) {
-    said_failure{failure} << "stoker-node: the head did not take node '" << cfg.node.name
+    fail() << "stoker-node: the head did not take node '" << cfg.node.name
               << "': " << describe(hello.error()) << std::endl;
     return 1;
   }
@@ -354,7 +355,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   if (!err)
     err = check_batch_fits(hello->pipeline, physical_memory_bytes());
   if (err) {
-    said_failure{failure} << "stoker-node: node '" << cfg.node.name
+    fail() << "stoker-node: node '" << cfg.node.name
               << "' refuses to join: " << describe(err) << std::endl;
     return 1;
   }
@@ -366,7 +367,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
                  : start_trainers(sys, self, mine, *hello, *head, reg, links,
                                   hooks);
   if (!local) {
-    said_failure{failure} << "stoker-node: " << describe(local.error()) << std::endl;
+    fail() << "stoker-node: " << describe(local.error()) << std::endl;
     return 1;
   }
   std::cout << to_string(cfg.node.role) << " '" << cfg.node.name
@@ -399,7 +400,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
           self->send(*head, node_alive{cfg.node.name});
         },
         [&](run_refusal& refusal) {
-          said_failure{failure} << "stoker-node: the head refused the run: "
+          fail() << "stoker-node: the head refused the run: "
                     << refusal.reason << std::endl;
           code = 2;
         },
@@ -420,7 +421,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
         },
         [&](caf::down_msg& msg) {
           if (msg.source == caf::actor_cast<caf::actor_addr>(*head)) {
-            said_failure{failure} << "stoker-node: the head at " << head_at
+            fail() << "stoker-node: the head at " << head_at
                       << " went away before the run ended"
                       << (msg.reason ? ": " + describe(msg.reason) : "")
                       << std::endl;
@@ -444,13 +445,13 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
           if (world <= 1 || mine.node.trainer.checkpoint_dir.empty()
               || is(msg.reason, errc::invalid_config) || hooks != nullptr) {
             if (msg.reason && msg.reason != caf::exit_reason::user_shutdown)
-              said_failure{failure} << "stoker-node: trainer " << cfg.node.name << "/"
+              fail() << "stoker-node: trainer " << cfg.node.name << "/"
                         << index << " stopped: " << describe(msg.reason)
                         << std::endl;
             return;
           }
           if (++restarts > max_trainer_restarts) {
-            said_failure{failure} << "stoker-node: trainer " << cfg.node.name << "/"
+            fail() << "stoker-node: trainer " << cfg.node.name << "/"
                       << index << " stopped (" << describe(msg.reason)
                       << ") after " << max_trainer_restarts
                       << " restarts; not starting it again" << std::endl;
@@ -466,7 +467,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
           auto started = start_trainer(sys, again, hello->router, reg, index,
                                        *local, links, nullptr);
           if (!started) {
-            said_failure{failure} << "stoker-node: cannot start trainer " << cfg.node.name
+            fail() << "stoker-node: cannot start trainer " << cfg.node.name
                       << "/" << index << " again: "
                       << describe(started.error()) << std::endl;
             return;
@@ -482,7 +483,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
         },
         [&](world_atom, uint32_t w) { world = w; },
         caf::after(silence) >> [&] {
-          said_failure{failure} << "stoker-node: the head at " << head_at
+          fail() << "stoker-node: the head at " << head_at
                     << " has been silent for " << silence.count()
                     << " ms (cluster.heartbeat-timeout): it is hung or cut "
                        "off"
@@ -494,14 +495,14 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
       break;
     code = 1;
     if (!hello->resumable) {
-      said_failure{failure} << "stoker-node: node '" << cfg.node.name
+      fail() << "stoker-node: node '" << cfg.node.name
                 << "' stops (the head keeps no journal: set "
                    "cluster.state-dir on the head for nodes that outlive it)"
                 << std::endl;
       break;
     }
     if (world > 1) {
-      said_failure{failure} << "stoker-node: node '" << cfg.node.name
+      fail() << "stoker-node: node '" << cfg.node.name
                 << "' stops: its data-parallel group met at the head's "
                    "store, which went with it (start the run again, the "
                    "trainers with --resume from the group's checkpoint)"
@@ -515,7 +516,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
     auto back = rejoin_head(sys, self, mine, info, *local, head->node(),
                             links);
     if (!back) {
-      said_failure{failure} << "stoker-node: " << describe(back.error()) << "; node '"
+      fail() << "stoker-node: " << describe(back.error()) << "; node '"
                 << cfg.node.name << "' stops" << std::endl;
       break;
     }
@@ -545,7 +546,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
     [&](shutdown_atom) { return done_atom::value; },
     caf::after(std::chrono::seconds(5)) >> [&] { waiting = false; });
   if (alive > 0)
-    said_failure{failure} << "stoker-node: " << alive
+    fail() << "stoker-node: " << alive
               << " local actor(s) did not stop within 5 s" << std::endl;
   for (auto& stream : local->streams)
     std::cout << "batch stream: " << stream->frames()

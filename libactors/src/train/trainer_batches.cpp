@@ -246,11 +246,6 @@ bool finish_batch(trainer_ptr self, image_batch& batch,
   return true;
 }
 
-// Runs one checked batch whose phase has come: a training step, or an
-// evaluation of a test batch. Finished (recorded, acked) at once, or, when
-// the engine's step goes on after it returns (a loop's) or one before it
-// does, in order once that ended (finish_ended). False if the trainer had
-// to quit.
 // The loop's feed says it closed: on purpose (errc::stopped, after the
 // steps it ended were acked), the trainer tells the router that the run
 // ends, stopped, and stays to answer for the report; otherwise it quits
@@ -273,6 +268,11 @@ void stop_or_quit(trainer_ptr self, const caf::error& err) {
   self->send(s.router, std::move(m));
 }
 
+// Runs one checked batch whose phase has come: a training step, or an
+// evaluation of a test batch. Finished (recorded, acked) at once, or, when
+// the engine's step goes on after it returns (a loop's) or one before it
+// does, in order once that ended (finish_ended). False if the trainer had
+// to quit.
 bool run_batch(trainer_ptr self, image_batch& batch,
                clock_type::time_point start, const router_actor& router) {
   auto& s = self->state;
