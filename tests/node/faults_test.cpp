@@ -15,9 +15,11 @@ namespace {
 
 // Head, a sim trainer and three one-worker nodes as processes; once the
 // trainer has taken 10 steps, worker w-b gets `signal` (SIGKILL: dies;
-// SIGSTOP: hangs with its connections open). Returns the run report.
-std::string run_with_a_failing_worker(const std::string& tag, int signal,
-                                      std::vector<std::string> head_args) {
+// SIGSTOP: hangs with its connections open). Returns the run report;
+// `held`: whether w-b held a lease when it was lost.
+std::string one_failing_worker_run(const std::string& tag, int signal,
+                                   std::vector<std::string> head_args,
+                                   bool& held) {
   auto report = tmp_path(tag + ".json");
   // Workers are the bottleneck, so each holds leases when w-b fails.
   const std::vector<std::string> shape = {"--pipeline.height=128",
@@ -54,8 +56,8 @@ std::string run_with_a_failing_worker(const std::string& tag, int signal,
   BOOST_TEST(caf_internals_in(log).empty(), log);
   BOOST_REQUIRE(std::regex_search(
     log, m, std::regex{R"(router: worker 'w-b/0' lost \((.*)\); re-leasing (\d+))"}));
-  BOOST_TEST(std::stoi(m[2]) > 0, "it held nothing when it failed");
-  BOOST_TEST_MESSAGE("lost: " << m[1]);
+  held = std::stoi(m[2]) > 0;
+  BOOST_TEST_MESSAGE("lost: " << m[1] << "; it held " << m[2]);
   BOOST_TEST(wait_exit(trainer, 20s) == 0);
   BOOST_TEST(wait_exit(workers[0], 20s) == 0);
   BOOST_TEST(wait_exit(workers[2], 20s) == 0);
@@ -64,6 +66,21 @@ std::string run_with_a_failing_worker(const std::string& tag, int signal,
   ::waitpid(workers[1].pid, &status, 0);
   auto json = read_file(report);
   std::remove(report.c_str());
+  return json;
+}
+
+// The run above until w-b held a lease when it was lost (what the cases
+// are about): a run in which it held none at that moment (it happened in
+// CI: the router had no lease for it just then) did not test re-leasing,
+// and runs again, up to three times.
+std::string run_with_a_failing_worker(const std::string& tag, int signal,
+                                      std::vector<std::string> head_args) {
+  bool held = false;
+  std::string json;
+  for (int attempt = 1; attempt <= 3 && !held; ++attempt)
+    json = one_failing_worker_run(tag + "-" + std::to_string(attempt), signal,
+                                  head_args, held);
+  BOOST_TEST(held, "w-b held nothing when it failed, in 3 runs");
   return json;
 }
 
