@@ -163,6 +163,19 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
 void lose_trainer(router_ptr self, uint32_t rank, const std::string& why,
                   const std::string& event = "exited before the run ended");
 
+/// A worker died or hung: the book re-leases what it held, the report
+/// keeps what the router last saw of it (router_workers.cpp).
+void lose_worker(router_ptr self, size_t index, const std::string& why);
+
+/// A worker's actor exited: lost as above, or the run fails where no
+/// other worker could make its batch (router_workers.cpp).
+void worker_exited(router_ptr self, size_t index, const caf::error& reason);
+
+/// A worker's report: a finished item, or its periodic heartbeat
+/// (router_workers.cpp).
+void on_report(router_ptr self, const worker_actor& worker,
+               const worker_report& report);
+
 /// A trainer acknowledged a batch (router_trainers.cpp).
 void on_ack(router_ptr self, const batch_ack& ack);
 
