@@ -24,81 +24,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint64_t block = 512;
-constexpr size_t max_expanded = 10'000'000;
 constexpr int64_t max_label = 1'000'000; // pipeline.num-classes' ceiling
-
-caf::error bad(const std::string& data, const std::string& what) {
-  return make_error(errc::invalid_config,
-                    "shards \"" + data + "\": " + what);
-}
 
 std::string errno_text(int code) {
   return std::error_code{code, std::generic_category()}.message();
-}
-
-bool all_digits(const std::string& s) {
-  return !s.empty() && s.size() <= 18
-         && std::all_of(s.begin(), s.end(),
-                        [](unsigned char c) { return std::isdigit(c); });
-}
-
-// Expands the first brace group of `pattern`, then the rest, recursively,
-// as Python's braceexpand (WebDataset's) does for ranges and lists.
-caf::error expand_braces(const std::string& data, const std::string& pattern,
-                         std::vector<std::string>& out) {
-  auto open = pattern.find('{');
-  if (open == std::string::npos) {
-    if (pattern.find('}') != std::string::npos)
-      return bad(data, "a '}' without its '{'");
-    if (out.size() >= max_expanded)
-      return bad(data, "names more than " + std::to_string(max_expanded)
-                         + " shards");
-    out.push_back(pattern);
-    return caf::none;
-  }
-  auto close = pattern.find('}', open);
-  if (close == std::string::npos)
-    return bad(data, "a '{' without its '}'");
-  auto body = pattern.substr(open + 1, close - open - 1);
-  auto head = pattern.substr(0, open);
-  auto tail = pattern.substr(close + 1);
-  std::vector<std::string> items;
-  if (auto dots = body.find(".."); dots != std::string::npos) {
-    auto a = body.substr(0, dots);
-    auto b = body.substr(dots + 2);
-    if (!all_digits(a) || !all_digits(b))
-      return bad(data, "{" + body
-                         + "}: expected a range of whole numbers, e.g. "
-                           "{000000..000146}");
-    auto lo = std::stoull(a);
-    auto hi = std::stoull(b);
-    if (lo > hi)
-      return bad(data, "{" + body + "}: the range runs backwards");
-    if (hi - lo >= max_expanded)
-      return bad(data, "{" + body + "}: more than "
-                         + std::to_string(max_expanded) + " shards");
-    bool padded = (a.size() > 1 && a[0] == '0') || (b.size() > 1 && b[0] == '0');
-    auto width = padded ? std::max(a.size(), b.size()) : size_t{0};
-    for (auto i = lo; i <= hi; ++i) {
-      auto text = std::to_string(i);
-      if (text.size() < width)
-        text.insert(0, width - text.size(), '0');
-      items.push_back(std::move(text));
-    }
-  } else {
-    size_t from = 0;
-    for (;;) {
-      auto comma = body.find(',', from);
-      items.push_back(body.substr(from, comma - from));
-      if (comma == std::string::npos)
-        break;
-      from = comma + 1;
-    }
-  }
-  for (auto& item : items)
-    if (auto err = expand_braces(data, head + item + tail, out))
-      return err;
-  return caf::none;
 }
 
 // An open file that closes itself.
@@ -203,11 +132,13 @@ public:
     std::error_code ec;
     size_ = fs::file_size(path, ec);
     if (ec)
-      return bad(data, "shard \"" + path + "\": " + ec.message());
+      return detail::shards_error(data,
+                                  "shard \"" + path + "\": " + ec.message());
     file_handle file{path};
     if (!file.ok())
-      return bad(data, "shard \"" + path + "\": cannot open it: "
-                         + errno_text(errno));
+      return detail::shards_error(data, "shard \"" + path
+                                          + "\": cannot open it: "
+                                          + errno_text(errno));
     file_ = &file;
     uint64_t pos = 0;
     std::string long_name;
@@ -337,7 +268,7 @@ private:
         auto value = record.substr(eq + 1);
         if (key == "path")
           path = value;
-        else if (key == "size" && all_digits(value)) {
+        else if (key == "size" && detail::all_digits(value)) {
           sized = true;
           size = std::stoull(value);
         }
@@ -383,7 +314,7 @@ private:
       auto text = trimmed(read_text(at, size, 1 << 20));
       if (ext == "cls") {
         g.label_from_cls = true;
-        bool ok = all_digits(text);
+        bool ok = detail::all_digits(text);
         g.sample.label = ok ? static_cast<int64_t>(std::stoull(text)) : -1;
         if (!ok)
           g.problem = name + " holds \"" + text.substr(0, 40)
@@ -519,33 +450,6 @@ private:
 
 } // namespace
 
-caf::expected<std::vector<std::string>>
-expand_shards(const std::string& data) {
-  std::error_code ec;
-  std::vector<std::string> out;
-  if (fs::is_directory(data, ec)) {
-    for (auto& entry : fs::directory_iterator(data, ec))
-      if (entry.is_regular_file(ec) && entry.path().extension() == ".tar")
-        out.push_back(entry.path().string());
-    if (ec)
-      return bad(data, "cannot list it: " + ec.message());
-    std::sort(out.begin(), out.end());
-    if (out.empty())
-      return bad(data, "a directory without .tar files; expected "
-                       "WebDataset shards (tools/make-shards writes them)");
-    return out;
-  }
-  if (auto err = expand_braces(data, data, out))
-    return err;
-  for (size_t i = 0; i < out.size(); ++i)
-    if (!fs::is_regular_file(out[i], ec))
-      return bad(data, "shard " + std::to_string(i + 1) + " of "
-                         + std::to_string(out.size()) + ", \"" + out[i]
-                         + "\", is missing (or not a file, or not shared "
-                           "with this node)");
-  return out;
-}
-
 caf::expected<shard_listing> list_tar_shards(const std::string& data,
                                              uint64_t limit) {
   auto shards = expand_shards(data);
@@ -569,15 +473,14 @@ caf::expected<shard_listing> list_tar_shards(const std::string& data,
       h = hash_text(h, out.samples[i].member);
   }
   if (out.samples.size() == out.problems.size())
-    return bad(data, std::to_string(out.shards.size()) + " shard(s) and no "
-                       "readable sample in them"
-                       + (out.problems.empty()
-                            ? std::string{}
-                            : " (the first: "
-                                + tar_sample_name(out, 0) + ": "
-                                + out.problems.at(0) + ")")
-                       + "; expected KEY.jpg (or png, ...) with KEY.cls "
-                         "members");
+    return detail::shards_error(
+      data, std::to_string(out.shards.size())
+              + " shard(s) and no readable sample in them"
+              + (out.problems.empty()
+                   ? std::string{}
+                   : " (the first: " + tar_sample_name(out, 0) + ": "
+                       + out.problems.at(0) + ")")
+              + "; expected KEY.jpg (or png, ...) with KEY.cls members");
   char text[20];
   std::snprintf(text, sizeof text, "%016llx",
                 static_cast<unsigned long long>(h));

@@ -17,6 +17,16 @@ namespace stoker {
 caf::expected<std::vector<std::string>>
 expand_shards(const std::string& data);
 
+namespace detail {
+
+/// The error of shards `data` (errc::invalid_config): "shards "DATA": WHAT".
+caf::error shards_error(const std::string& data, const std::string& what);
+
+/// Whether `s` is a whole number of 1 to 18 decimal digits.
+bool all_digits(const std::string& s);
+
+} // namespace detail
+
 /// One sample of a WebDataset shard: the members sharing a key (the
 /// member name up to the first dot of its last path component), read
 /// as WebDataset groups them: consecutive members with the same key.
