@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -17,6 +18,7 @@
 #include "core/log_line.hpp"
 #include "core/machine.hpp"
 #include "core/peak_rss.hpp"
+#include "node/actor_release.hpp"
 #include "node/node_links.hpp"
 #include "node/prepare_run.hpp"
 #include "train/step_engine.hpp"
@@ -307,11 +309,14 @@ private:
   std::ostringstream line_;
 };
 
-} // namespace
-
-int member_role_main(caf::actor_system& sys, const run_config& cfg,
-                     const registry& reg, node_links& links,
-                     const trainer_hooks* hooks, std::string* failure) {
+// A node's run until the head says shutdown (or is lost); returns the exit
+// code, and once the node ran, its actors in `ran` (stopped, or told to
+// stop). Its scoped actor ends with it: its mailbox may hold a message
+// from an actor (a trainer's second down message), which holds that actor.
+int run_member(caf::actor_system& sys, const run_config& cfg,
+               const registry& reg, node_links& links,
+               const trainer_hooks* hooks, std::string* failure,
+               std::optional<std::vector<caf::actor>>& ran) {
   auto fail = [failure] { return said_failure{failure}; };
   auto& c = cfg.node.cluster;
   std::cout << "stoker-node: role " << to_string(cfg.node.role) << ", node "
@@ -551,6 +556,28 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   for (auto& stream : local->streams)
     std::cout << "batch stream: " << stream->frames()
               << " batch(es) received" << std::endl;
+  ran = std::move(local->actors);
+  return code; // each stream (holding its trainer) ends with `local`
+}
+
+} // namespace
+
+int member_role_main(caf::actor_system& sys, const run_config& cfg,
+                     const registry& reg, node_links& links,
+                     const trainer_hooks* hooks, std::string* failure) {
+  std::optional<std::vector<caf::actor>> ran;
+  auto code = run_member(sys, cfg, reg, links, hooks, failure, ran);
+  if (!ran)
+    return code; // it never ran (said why)
+  // A stopped trainer's down message to the head's router may not have
+  // reached the BASP broker yet; shut down now, and the broker's end could
+  // leave it there for good, holding the trainer (actor_release.hpp).
+  auto held = release_actors(sys, std::move(*ran),
+                             std::chrono::seconds(3));
+  if (held > 0)
+    write_line(2, "stoker-node: " + std::to_string(held)
+                    + " local actor(s) still held 3 s after they were told "
+                      "to stop; the shutdown may wait for them");
   std::cout << to_string(cfg.node.role) << " '" << cfg.node.name
             << "' exits; peak RSS "
             << detail::peak_rss_bytes() / 1000000 << " MB" << std::endl;
