@@ -252,6 +252,10 @@ def test_a_ddp_group_leaves_within_seconds_of_a_lost_rank(cluster_dir, sig):
         assert "run failed: trainer rank 1 on node 't-1' exited before the " \
             "run ended" in c.log("head"), c.log("head")
         assert "Connection" in c.log("t-0"), c.log("t-0")  # gloo's error
+        # and the head's reason, naming the rank that failed
+        assert "the head says the run failed: trainer rank 1 on node " \
+            "'t-1' exited before the run ended" in c.log("t-0"), \
+            c.log("t-0")
     finally:
         c.stop()
 

@@ -406,6 +406,20 @@ typename Inspector::result_type inspect(Inspector& f, run_refusal& x) {
   return f(caf::meta::type_name("run_refusal"), x.reason);
 }
 
+/// The head's word to every node that the run failed, and why (the line
+/// the head says: the rank that exited, the node that went silent), sent
+/// before the `shutdown`: each node says it, so a rank whose peer died
+/// names that peer, not only its collective's error ("Connection closed
+/// by peer"). The node's exit code is unchanged (its own work ended well).
+struct run_failure_note {
+  std::string reason;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_failure_note& x) {
+  return f(caf::meta::type_name("run_failure_note"), x.reason);
+}
+
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using wait_atom = caf::atom_constant<caf::atom("wait")>;
 using roster_atom = caf::atom_constant<caf::atom("roster")>;

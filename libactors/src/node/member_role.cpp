@@ -404,6 +404,10 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
           // a collective still answers, a stopped process does not.
           self->send(*head, node_alive{cfg.node.name});
         },
+        [&](run_failure_note& note) {
+          fail() << "stoker-node: the head says the run failed: "
+                 << note.reason << std::endl;
+        },
         [&](run_refusal& refusal) {
           fail() << "stoker-node: the head refused the run: "
                     << refusal.reason << std::endl;

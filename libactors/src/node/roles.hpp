@@ -47,9 +47,10 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
 
 /// Bounds the process's remaining lifetime: if it has not exited within
 /// `limit` (e.g. because the actor system's shutdown waits on a network peer
-/// that vanished, which CAF 0.17.6's middleman was seen to do about once in
-/// ten cluster runs here), it exits with `code`. Call when all of a node's
-/// own work is done and reported.
+/// that vanished; the hang once seen in about ten cluster runs here was a
+/// detached actor held by a stopped BASP broker: node/actor_release.hpp),
+/// it exits with `code`. Call when all of a node's own work is done and
+/// reported.
 void bound_shutdown(int code, std::chrono::seconds limit);
 
 } // namespace stoker

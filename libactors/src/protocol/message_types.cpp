@@ -49,6 +49,7 @@ void register_message_types(caf::actor_system_config& cfg) {
     .add_message_type<welcome>("stoker::welcome")
     .add_message_type<roster>("stoker::roster")
     .add_message_type<run_refusal>("stoker::run_refusal")
+    .add_message_type<run_failure_note>("stoker::run_failure_note")
     .add_message_type<node_silent>("stoker::node_silent")
     .add_message_type<node_alive>("stoker::node_alive")
     .add_message_type<store_op>("stoker::store_op")
