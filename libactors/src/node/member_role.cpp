@@ -560,7 +560,13 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
   for (auto& stream : local->streams)
     std::cout << "batch stream: " << stream->frames()
               << " batch(es) received" << std::endl;
-  ran = std::move(local->actors);
+  // Those that stopped; waiting for the rest to be destroyed would only
+  // add to the 5 s (a trainer blocked handing a batch to a loop that never
+  // takes it stops once its embedder closes the loop's feed).
+  ran.emplace();
+  for (auto& a : local->actors)
+    if (running.count(a.address()) == 0)
+      ran->push_back(std::move(a));
   return code; // each stream (holding its trainer) ends with `local`
 }
 
