@@ -13,6 +13,7 @@
 #include <caf/atom.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include "stoker/atoms.hpp"
 #include "stoker/enum_names.hpp"
 
 namespace stoker {
@@ -217,7 +218,6 @@ struct trainer_hello {
   uint64_t resume_seq = 0;
 };
 
-/// Counters of one worker, for the run report.
 /// What one node process used of its machine, and what the machine
 /// costs: the run report's CPU utilisation and cost per host.
 struct node_usage {
@@ -579,21 +579,6 @@ typename Inspector::result_type inspect(Inspector& f, series_point& x) {
   return f(caf::meta::type_name("series_point"), x.t, x.samples_per_s, x.idle,
            x.window, x.busy_workers);
 }
-
-// -- atoms (at most 10 characters each) --------------------------------------
-
-using next_atom = caf::atom_constant<caf::atom("next")>;
-using join_atom = caf::atom_constant<caf::atom("join")>;
-using credit_atom = caf::atom_constant<caf::atom("credit")>;
-using done_atom = caf::atom_constant<caf::atom("done")>;
-using run_atom = caf::atom_constant<caf::atom("run")>;
-using stats_atom = caf::atom_constant<caf::atom("stats")>;
-using tick_atom = caf::atom_constant<caf::atom("tick")>;
-using saved_atom = caf::atom_constant<caf::atom("saved")>;
-using status_atom = caf::atom_constant<caf::atom("status")>;
-using world_atom = caf::atom_constant<caf::atom("world")>;
-using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
-using ended_atom = caf::atom_constant<caf::atom("ended")>;
 
 /// Registers every message type of this header (and the actor handles of
 /// actors.hpp) with `cfg`; call once before the actor system starts.

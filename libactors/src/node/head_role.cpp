@@ -325,12 +325,7 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   int code = finish_run(result, cfg);
   // A rank whose peer died sees only its collective's error: every node
   // hears the reason before the shutdown.
-  std::string failed;
-  if (!result && !is(result.error(), errc::invalid_config))
-    failed = describe(result.error());
-  else if (result && result->status == "failed")
-    failed = result->first_error;
-  if (!failed.empty())
+  if (auto failed = run_failure_text(result); !failed.empty())
     for (auto& control : current_roster(self, front_door).controls)
       self->send(control, run_failure_note{failed});
   linger(observer->get(), cfg.node.metrics, "head");

@@ -147,19 +147,31 @@ void print_banner(const run_config& cfg) {
     std::cout << "  damaged data: " << line << std::endl;
 }
 
+std::string run_failure_text(const caf::expected<run_report>& report) {
+  if (!report)
+    return is(report.error(), errc::invalid_config)
+             ? std::string{}
+             : describe(report.error());
+  return report->status == "failed" ? report->first_error : std::string{};
+}
+
 int finish_run(const caf::expected<run_report>& report,
                const run_config& cfg) {
+  auto failed = run_failure_text(report);
   if (!report) {
     // A setting that cannot work is refused before the run (exit 2, as
     // for a bad config file); anything else failed the run (exit 1).
-    bool refused = is(report.error(), errc::invalid_config);
-    std::cerr << "stoker-node: " << (refused ? "refused: " : "run failed: ")
-              << describe(report.error()) << std::endl;
-    return refused ? 2 : 1;
+    if (failed.empty()) {
+      std::cerr << "stoker-node: refused: " << describe(report.error())
+                << std::endl;
+      return 2;
+    }
+    std::cerr << "stoker-node: run failed: " << failed << std::endl;
+    return 1;
   }
   auto& r = *report;
   if (r.status == "failed") {
-    std::cerr << "stoker-node: run failed: " << r.first_error << std::endl;
+    std::cerr << "stoker-node: run failed: " << failed << std::endl;
     std::cout << "  so far: " << r.samples_delivered
               << " samples delivered, " << r.missing << " missing"
               << std::endl;

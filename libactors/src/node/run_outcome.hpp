@@ -40,6 +40,11 @@ run_report collect_failed_report(caf::scoped_actor& self,
 int finish_run(const caf::expected<run_report>& report,
                const run_config& cfg);
 
+/// Why a run failed, as finish_run() says it after "run failed: " (the
+/// error, or the report's first error); empty when it did not fail, or
+/// was refused for a setting (said as "refused: ...").
+std::string run_failure_text(const caf::expected<run_report>& report);
+
 /// Prints what a node runs (one short block), for every role.
 void print_banner(const run_config& cfg);
 
