@@ -291,7 +291,7 @@ std::vector<option_decl> make_table() {
              "a chain that starts decode, then random-resized-crop or "
              "resize + center-crop, decodes only the rows and columns of a "
              "JPEG the crop needs, at the largest M/8 scale that keeps it "
-             "twice the output size (libjpeg-turbo), then resamples it "
+             "three times the output size (libjpeg-turbo), then resamples it "
              "antialiased; false: every file decoded whole by OpenCV, then "
              "cropped")
     // -- router

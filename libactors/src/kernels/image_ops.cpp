@@ -7,6 +7,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "kernels/pil_resample.hpp"
+
 namespace stoker {
 
 namespace {
@@ -52,7 +54,9 @@ cv::Mat resize_image(const cv::Mat& img, uint32_t height, uint32_t width) {
   }
   if (h == img.rows && w == img.cols)
     return img;
-  cv::Mat out;
+  if (img.depth() == CV_8U) // as torchvision's Resize on a PIL image
+    return pil_resize(img, h, w, best_simd_path());
+  cv::Mat out; // a float image: bilinear, half-pixel centres
   cv::resize(img, out, cv::Size{w, h}, 0, 0, cv::INTER_LINEAR);
   return out;
 }

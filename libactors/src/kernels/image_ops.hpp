@@ -21,8 +21,11 @@ namespace stoker {
 /// with `gray`; an empty Mat if it does not decode.
 cv::Mat decode_image(const std::vector<char>& bytes, bool gray);
 
-/// Bilinear resize (half-pixel centres, as torchvision's antialias=False).
-/// `height` 0: the shorter side becomes `width`, keeping the aspect ratio.
+/// torchvision's Resize: an 8-bit image as PIL resizes it (bilinear,
+/// antialiased where it shrinks, the same bytes as Pillow's resample); a
+/// float image bilinear with half-pixel centres. `height` 0: the shorter
+/// side becomes `width` and the longer int(width * long / short), keeping
+/// the aspect ratio.
 cv::Mat resize_image(const cv::Mat& img, uint32_t height, uint32_t width);
 
 /// Python's round(): to the nearest, halves to even, as torchvision's

@@ -212,20 +212,23 @@ int dct_scale_for(double box_w, double box_h, int out_w, int out_h) noexcept {
   // Only 1/8, 2/8 and 4/8: libjpeg-turbo's IDCT and upsampling have SIMD
   // code for these; 3/8, 5/8, 6/8 and 7/8 run plain C, slower than the
   // full-size decode (7/8 of a 400x321 photo: 522 us, the whole: 415 us).
-  // At least twice the output after the reduction: the IDCT's reduction
-  // is a box filter over its 8x8 blocks; the antialiased resample after
-  // it (torchvision's triangle, two pixels and wider) then dominates, and
-  // the result stays within 40 dB of resizing the full decode (tested on
-  // real photos; reducing to just the output size gave 28-36 dB).
+  // At least three times the output after the reduction: the IDCT's
+  // reduction is a box filter over its 8x8 blocks; the antialiased
+  // resample after it (torchvision's triangle, three pixels and wider)
+  // then dominates, and the result stays within 40 dB of resizing the
+  // full decode (tested on real photos; reducing to just the output size
+  // gave 28-36 dB, to twice it left retina.jpg's resize(256) +
+  // center-crop(224) 154 pixels 2-4 levels from torchvision's).
   for (int m : {1, 2, 4})
-    if (box_w * m >= out_w * 16 && box_h * m >= out_h * 16)
+    if (box_w * m >= out_w * 24 && box_h * m >= out_h * 24)
       return m;
   return 8;
 }
 
 caf::expected<jpeg_region> decode_jpeg_region(const std::vector<char>& bytes,
                                               const cv::Rect2d& box, int out_w,
-                                              int out_h, bool gray) {
+                                              int out_h, bool gray,
+                                              bool beyond_box) {
   auto bytes_text = std::to_string(bytes.size()) + " bytes";
   if (!is_jpeg(bytes))
     return make_error(errc::io_failure,
@@ -272,10 +275,18 @@ caf::expected<jpeg_region> decode_jpeg_region(const std::vector<char>& bytes,
     return static_cast<JDIMENSION>(
       std::clamp(v, 0.0, static_cast<double>(hi)));
   };
-  JDIMENSION x0 = clamp(std::floor(scaled.x) - 2, p.out_width);
-  JDIMENSION x1 = clamp(std::ceil(scaled.x + scaled.width) + 2, p.out_width);
-  p.y0 = clamp(std::floor(scaled.y) - 2, p.out_height);
-  p.y1 = clamp(std::ceil(scaled.y + scaled.height) + 2, p.out_height);
+  // Reading beyond the box: as far as the filter reaches (its support is
+  // the shrink, at least one pixel) too.
+  auto reach = [&](double length, int out) {
+    return beyond_box ? std::ceil(std::max(1.0, length / out)) + 2.0 : 2.0;
+  };
+  double mx = reach(scaled.width, out_w);
+  double my = reach(scaled.height, out_h);
+  JDIMENSION x0 = clamp(std::floor(scaled.x) - mx, p.out_width);
+  JDIMENSION x1 = clamp(std::ceil(scaled.x + scaled.width) + mx,
+                        p.out_width);
+  p.y0 = clamp(std::floor(scaled.y) - my, p.out_height);
+  p.y1 = clamp(std::ceil(scaled.y + scaled.height) + my, p.out_height);
   p.x0 = x0;
   p.width = std::max<JDIMENSION>(1, x1 - x0);
   if (!crop_and_skip(d, p))
@@ -296,6 +307,10 @@ caf::expected<jpeg_region> decode_jpeg_region(const std::vector<char>& bytes,
     return failure_of(d, "a corrupt or truncated JPEG (" + bytes_text + ")");
   r.box = cv::Rect2d{scaled.x - p.x0, scaled.y - p.y0, scaled.width,
                      scaled.height};
+  r.bounds = beyond_box ? cv::Rect2d{0.0, 0.0,
+                                     static_cast<double>(r.pixels.cols),
+                                     static_cast<double>(r.pixels.rows)}
+                        : r.box;
   return r;
 }
 

@@ -39,9 +39,9 @@ bool region_decodable(const jpeg_header& h) noexcept;
 
 /// The largest reduction M/8 (M: 1, 2 or 4, the scales libjpeg-turbo
 /// decodes with SIMD) at which a `box_w` x `box_h` box of the full image
-/// still covers twice `out_w` x `out_h` pixels (so that the antialiased
-/// resample after it, not the IDCT's block average, shapes the result);
-/// 8 (no reduction) otherwise.
+/// still covers three times `out_w` x `out_h` pixels (so that the
+/// antialiased resample after it, not the IDCT's block average, shapes
+/// the result); 8 (no reduction) otherwise.
 int dct_scale_for(double box_w, double box_h, int out_w, int out_h) noexcept;
 
 /// A decoded part of a JPEG.
@@ -56,19 +56,27 @@ struct jpeg_region {
   /// shifted to where the decoded part starts): fractional where M/8
   /// scaling does not land on whole pixels.
   cv::Rect2d box;
+  /// Where the resample's taps may read, in the same coordinates: the box
+  /// itself (a crop then a resize: torchvision's RandomResizedCrop), or
+  /// the whole image as far as it was decoded (a resize then a crop: the
+  /// pixels at the crop's edge mix in pixels beyond it, as Resize does).
+  cv::Rect2d bounds;
   int scale = 8; ///< M: the image was decoded at M/8 of its size
 };
 
 /// Decodes the part of the JPEG `bytes` that covers `box` (full-size pixel
 /// coordinates, fractional where a resize put it, inside the image) at
-/// M/8 = dct_scale_for(box, out), to RGB
-/// (gray: one channel). Errors (errc::io_failure) name what is wrong: not
-/// a JPEG, a file region_decodable() refuses, a corrupt or truncated file
-/// (libjpeg's warnings count as errors: a truncated file is skipped, never
-/// padded with grey). Thread-safe: each call has its own decoder.
+/// M/8 = dct_scale_for(box, out), to RGB (gray: one channel).
+/// `beyond_box`: the resample reads the image around the box (as far as
+/// its filter reaches) and `bounds` is the image; otherwise `bounds` is
+/// the box. Errors (errc::io_failure) name what is wrong: not a JPEG, a
+/// file region_decodable() refuses, a corrupt or truncated file (libjpeg's
+/// warnings count as errors: a truncated file is skipped, never padded
+/// with grey). Thread-safe: each call has its own decoder.
 caf::expected<jpeg_region> decode_jpeg_region(const std::vector<char>& bytes,
                                               const cv::Rect2d& box, int out_w,
-                                              int out_h, bool gray);
+                                              int out_h, bool gray,
+                                              bool beyond_box = false);
 
 /// What the fused start does to the resampled pixels on the way out, in
 /// the same pass: ToTensor's [0, 1], then (x - mean[c]) / stddev[c]
@@ -81,16 +89,16 @@ struct pixel_finish {
 };
 
 /// The region's box resampled to `out_w` x `out_h` float32 pixels,
-/// finished by `finish` in the same pass. At full scale (M = 8): bilinear
-/// with half-pixel centres, output pixel x sampling the box at
+/// finished by `finish` in the same pass. Where the box (at the decoded
+/// scale) shrinks along either axis: torchvision's antialiased bilinear,
+/// PIL's filter (a triangle as wide as the shrink, at least one pixel;
+/// taps within `bounds`), in 14-bit fixed-point taps along x and float
+/// along y, not rounded to 8 bits between: within one level of
+/// torchvision's Resize of the same pixels. Where it enlarges both ways:
+/// bilinear with half-pixel centres, output pixel x sampling the box at
 /// box.x + (x + 0.5) * box.width / out_w - 0.5 (clamped to the box), as
-/// cv::resize and the unfused chain's resize map them, in float and not
-/// rounded to 8 bits: within one level of the unfused chain. Reduced
-/// (M < 8, the box then at least twice the output): torchvision's
-/// antialiased bilinear (a triangle filter as wide as the shrink, taps
-/// clamped to the box), which the full decode resized the same way
-/// matches to 40 dB. The same numbers on every CPU (the AVX2 and AVX-512
-/// paths do each element's operations in the portable path's order).
+/// cv::resize and PIL map them, in float. The same numbers on every CPU
+/// (the AVX2 and AVX-512 paths give the portable path's bits).
 cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
                         const pixel_finish& finish = {});
 
@@ -101,11 +109,19 @@ cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
 void resample_region_planes(const jpeg_region& r, int out_w, int out_h,
                             const pixel_finish& finish, float* planes);
 
-/// Which code resampled a region: the antialiased filter of a box the IDCT
-/// reduced (one code whatever the path), or the bilinear pass with its x
-/// pass portable, AVX2 (three channels), AVX-512 VBMI, or portable with
-/// the AVX2 row loops (one channel, or a path whose x pass fell back).
-enum class resample_pass { antialiased, portable, avx2_rows, avx2, avx512 };
+/// Which code resampled a region: the antialiased filter with its x pass
+/// portable or AVX-512 VBMI (for some block of 16 outputs at least; the
+/// y pass as the path says), or the bilinear pass with its x pass
+/// portable, AVX2 (three channels), AVX-512 VBMI, or portable with the
+/// AVX2 row loops (one channel, or a path whose x pass fell back).
+enum class resample_pass {
+  antialiased,
+  antialiased_avx512,
+  portable,
+  avx2_rows,
+  avx2,
+  avx512
+};
 
 /// As above through the code path `path`, which the CPU must support
 /// (avx512 takes the VBMI x pass where the CPU permutes bytes and the

@@ -2,6 +2,7 @@
 // decoded region's box to the output size, finished (flip, ToTensor,
 // Normalize) in the same pass, as interleaved pixels or the batch's planes.
 #include "kernels/jpeg_region.hpp"
+#include "kernels/region_resample_parts.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +20,8 @@
 namespace stoker {
 
 namespace {
+
+using namespace resample_detail;
 
 // One axis of a bilinear resample: for each output index the two source
 // indices (clamped to the source) and the weight of the second.
@@ -47,45 +50,6 @@ taps taps_for(double start, double length, int out, int size) {
   return t;
 }
 
-
-// Per channel: value in [0, 255] -> (value / 255 - mean) / stddev.
-template <int C>
-struct finish_of {
-  float scale[C];
-  float shift[C];
-  explicit finish_of(const pixel_finish& f) {
-    for (int k = 0; k < C; ++k) {
-      auto m = f.mean[f.mean.size() == 1 ? 0 : static_cast<size_t>(k)];
-      auto sd = f.stddev[f.stddev.size() == 1 ? 0 : static_cast<size_t>(k)];
-      scale[k] = 1.0f / (255.0f * sd);
-      shift[k] = -m / sd;
-    }
-  }
-};
-
-// Where the finished pixels go: HWC rows of a cv::Mat, or the planes of
-// a CHW image (the batch's own memory), by strides.
-struct float_image {
-  float* base;
-  int rows;
-  int cols;
-  size_t row_stride;
-  size_t pixel_stride;
-  size_t channel_stride;
-
-  static float_image hwc(cv::Mat& m) {
-    auto c = static_cast<size_t>(m.channels());
-    return {m.ptr<float>(), m.rows, m.cols, m.step1(), c, 1};
-  }
-  static float_image chw(float* planes, int rows, int cols) {
-    auto plane = static_cast<size_t>(rows) * static_cast<size_t>(cols);
-    return {planes, rows, cols, static_cast<size_t>(cols), 1, plane};
-  }
-  float* pixel(int y, int x) const {
-    return base + static_cast<size_t>(y) * row_stride
-           + static_cast<size_t>(x) * pixel_stride;
-  }
-};
 
 // The full-scale bilinear resample, in two passes over float rows (the
 // arithmetic of a per-pixel bilinear, in the same order, so the same
@@ -410,128 +374,14 @@ resample_pass resample_bilinear(const cv::Mat& src, const cv::Rect2d& box,
                                        : resample_pass::avx2_rows;
 }
 
-// torchvision's antialiased bilinear filter (resize with antialias=True,
-// PIL's): a triangle as wide as the shrink, over [start, start + length)
-// of a dimension of `size` pixels, per output index its first source index
-// and weights (summing to 1).
-struct filter_bank {
-  std::vector<int> first;
-  std::vector<int> count;
-  std::vector<float> weights; // `width` a row, the first `count` used
-  int width = 0;
-};
-
-filter_bank triangle_taps(double start, double length, int out, int size) {
-  filter_bank f;
-  const double scale = length / out;
-  const double support = std::max(1.0, scale);
-  const int lo_bound = std::max(0, static_cast<int>(std::floor(start)));
-  const int hi_bound =
-    std::min(size, static_cast<int>(std::ceil(start + length)));
-  f.width = static_cast<int>(std::ceil(2.0 * support)) + 2;
-  f.first.resize(static_cast<size_t>(out));
-  f.count.resize(static_cast<size_t>(out));
-  f.weights.assign(static_cast<size_t>(out) * static_cast<size_t>(f.width),
-                   0.0f);
-  for (int i = 0; i < out; ++i) {
-    double center = start + (i + 0.5) * scale;
-    int lo = std::max(static_cast<int>(std::floor(center - support)),
-                      lo_bound);
-    int hi = std::min(static_cast<int>(std::ceil(center + support)),
-                      hi_bound);
-    hi = std::max(hi, lo + 1);
-    hi = std::min(hi, lo + f.width);
-    double sum = 0;
-    std::vector<double> w(static_cast<size_t>(hi - lo));
-    for (int x = lo; x < hi; ++x) {
-      w[static_cast<size_t>(x - lo)] =
-        std::max(0.0, 1.0 - std::abs((x + 0.5 - center) / support));
-      sum += w[static_cast<size_t>(x - lo)];
-    }
-    auto at = static_cast<size_t>(i) * static_cast<size_t>(f.width);
-    for (size_t k = 0; k < w.size(); ++k)
-      f.weights[at + k] = static_cast<float>(sum > 0 ? w[k] / sum
-                                                     : 1.0 / static_cast<double>(w.size()));
-    f.first[static_cast<size_t>(i)] = lo;
-    f.count[static_cast<size_t>(i)] = hi - lo;
-  }
-  return f;
-}
-
-// A reduced region, shrunk by two or more: antialiased, along x into
-// float rows, then along y, finished on the way out.
-template <int C>
-void resample_antialiased(const cv::Mat& src, const filter_bank& xs,
-                          const filter_bank& ys, const pixel_finish& finish,
-                          const float_image& out) {
-  const finish_of<C> fin{finish};
-  const int out_w = out.cols;
-  const size_t row_len = static_cast<size_t>(out_w) * C;
-  const int row_lo = ys.first.front();
-  const int row_hi = ys.first.back() + ys.count.back();
-  std::vector<float> wide(static_cast<size_t>(row_hi - row_lo) * row_len);
-  for (int r = row_lo; r < row_hi; ++r) {
-    const uint8_t* in = src.ptr<uint8_t>(r);
-    float* dst = wide.data() + static_cast<size_t>(r - row_lo) * row_len;
-    for (int x = 0; x < out_w; ++x) {
-      auto xi = static_cast<size_t>(x);
-      const float* w = xs.weights.data() + xi * static_cast<size_t>(xs.width);
-      const uint8_t* px = in + static_cast<size_t>(xs.first[xi]) * C;
-      float acc[C] = {};
-      for (int k = 0; k < xs.count[xi]; ++k)
-        for (int c = 0; c < C; ++c)
-          acc[c] += w[k] * px[k * C + c];
-      for (int c = 0; c < C; ++c)
-        dst[xi * C + static_cast<size_t>(c)] = acc[c];
-    }
-  }
-  std::vector<float> row(row_len);
-  const size_t cs = out.channel_stride;
-  for (int y = 0; y < out.rows; ++y) {
-    auto yi = static_cast<size_t>(y);
-    std::fill(row.begin(), row.end(), 0.0f);
-    const float* w = ys.weights.data() + yi * static_cast<size_t>(ys.width);
-    for (int k = 0; k < ys.count[yi]; ++k) {
-      const float* in =
-        wide.data()
-        + static_cast<size_t>(ys.first[yi] + k - row_lo) * row_len;
-      for (size_t i = 0; i < row_len; ++i)
-        row[i] += w[k] * in[i];
-    }
-    for (int x = 0; x < out_w; ++x) {
-      float* px = out.pixel(y, finish.flip ? out_w - 1 - x : x);
-      for (int c = 0; c < C; ++c)
-        px[static_cast<size_t>(c) * cs] =
-          row[static_cast<size_t>(x) * C + static_cast<size_t>(c)]
-            * fin.scale[c]
-          + fin.shift[c];
-    }
-  }
-}
-
-// Calls `f` with the channel count as a constant (1 or 3: what the
-// decoder makes), so each kernel is compiled per count.
-template <class F>
-void with_channels(int channels, F f) {
-  if (channels == 1)
-    f(std::integral_constant<int, 1>{});
-  else
-    f(std::integral_constant<int, 3>{});
-}
-
 resample_pass resample_into(const jpeg_region& r, const pixel_finish& finish,
                             const float_image& out, simd_path path) {
   auto& b = r.box;
   const int c = r.pixels.channels();
-  if (r.scale < 8) {
-    // Reduced by the IDCT to twice the output or more (dct_scale_for):
-    // the rest of the shrink antialiased, as torchvision's resize.
-    auto xs = triangle_taps(b.x, b.width, out.cols, r.pixels.cols);
-    auto ys = triangle_taps(b.y, b.height, out.rows, r.pixels.rows);
-    with_channels(c, [&](auto k) {
-      resample_antialiased<decltype(k)::value>(r.pixels, xs, ys, finish, out);
-    });
-    return resample_pass::antialiased;
+  if (r.scale < 8 || b.width > out.cols || b.height > out.rows) {
+    // Reduced by the IDCT to twice the output or more (dct_scale_for), or
+    // a shrink at full scale: antialiased, as torchvision's resize.
+    return resample_antialiased(r, finish, out, path);
   }
   resample_pass used = resample_pass::portable;
   with_channels(c, [&](auto k) {

@@ -171,7 +171,10 @@ caf::expected<bool> transform_chain::apply_fused(sample_input& input,
     finish.stddev.assign(n.begin() + static_cast<long>(half), n.end());
   }
   auto t0 = std::chrono::steady_clock::now();
-  auto region = decode_jpeg_region(input.encoded, box, out_w, out_h, gray);
+  // resize then center-crop: the crop's edge pixels mix in the image
+  // beyond it, as torchvision's Resize of the whole image does.
+  auto region = decode_jpeg_region(input.encoded, box, out_w, out_h, gray,
+                                   crop_entries_ != 2);
   if (!region)
     return std::move(region.error());
   if (tally) {

@@ -58,7 +58,7 @@ public:
   /// errc::io_failure) comes back as it is. The fused start takes a JPEG
   /// libjpeg decodes as stored (1 or 3 components, no EXIF turn): the same
   /// crop box from the same generator, only the rows and columns it needs
-  /// decoded at the largest M/8 that keeps it twice the output size,
+  /// decoded at the largest M/8 that keeps it three times the output size,
   /// resampled straight to float (kernels/jpeg_region.hpp); other files
   /// run the entries one by one. `tally`, when given, counts the decode step.
   caf::expected<cv::Mat> apply(sample_input input, const draw_key& key,
