@@ -5,7 +5,7 @@
 
 #include <opencv2/core.hpp>
 
-#include "kernels/jpeg_region.hpp"
+#include "kernels/region_resample.hpp"
 #include "kernels/pil_resample.hpp"
 
 using namespace stoker;

@@ -1,8 +1,7 @@
-// The resampling half of the fused JPEG start (jpeg_region.hpp): a
-// decoded region's box to the output size, finished (flip, ToTensor,
-// Normalize) in the same pass, as interleaved pixels or the batch's planes.
-#include "kernels/jpeg_region.hpp"
-#include "kernels/region_resample_parts.hpp"
+// The resampling half of the fused JPEG start (region_resample.hpp): the
+// bilinear pass for a box that enlarges, and the choice between it and
+// the antialiased pass (region_antialias.cpp).
+#include "kernels/region_resample.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +14,7 @@
 #  include <immintrin.h>
 #endif
 
+#include "kernels/region_resample_parts.hpp"
 #include "stoker/counter_rng.hpp"
 
 namespace stoker {

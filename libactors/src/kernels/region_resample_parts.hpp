@@ -12,7 +12,7 @@
 
 #include <opencv2/core.hpp>
 
-#include "kernels/jpeg_region.hpp"
+#include "kernels/region_resample.hpp"
 #include "stoker/counter_rng.hpp"
 
 namespace stoker::resample_detail {

@@ -6,6 +6,7 @@
 
 #include "stoker/errors.hpp"
 #include "kernels/jpeg_region.hpp"
+#include "kernels/region_resample.hpp"
 
 namespace stoker {
 
