@@ -247,9 +247,6 @@ struct worker_stats {
   uint64_t steady_faults = 0;
   uint64_t steady_batches = 0;
   node_usage usage; ///< its node process's, when asked
-  /// It holds a rank of the group (its group_spec came): a trainer its
-  /// node started beyond the group's ranks holds none and is no rank.
-  bool grouped = false;
   /// Files it decoded, the time inside the decoder, and the pixels the
   /// decoder made against the files' full size (a JPEG decoded only where
   /// its crop lies, at M/8, makes fewer): transform_chain's decode_tally.
