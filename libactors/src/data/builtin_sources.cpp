@@ -161,6 +161,23 @@ private:
   uint64_t size_;
 };
 
+// What split `which` reads of the data spec: its files' key and path,
+// its sample limit and the size the head planned for it. The one place
+// that chooses between the training and the test split's settings.
+struct split_settings {
+  const char* key;
+  const std::string& root;
+  uint64_t limit;
+  uint64_t planned;
+};
+
+split_settings settings_of(const data_spec& data, split which) {
+  if (which == split::train)
+    return {"pipeline.data", data.data, data.train_limit, data.train_size};
+  return {"pipeline.eval-data", data.eval_data, data.eval_limit,
+          data.eval_size};
+}
+
 caf::expected<std::shared_ptr<const dataset>>
 open_idx(const data_spec& data, split which) {
   auto images = read_idx(idx_path(data.data, which, true), 3);
@@ -176,8 +193,8 @@ open_idx(const data_spec& data, split which) {
                + std::to_string(images->dims[0]) + " images but "
                + std::to_string(labels->dims[0])
                + " labels; expected one label per image");
-  auto limit = which == split::train ? data.train_limit : data.eval_limit;
-  sample_subset pick{images->dims[0], limit, data.seed};
+  sample_subset pick{images->dims[0], settings_of(data, which).limit,
+                     data.seed};
   return std::shared_ptr<const dataset>{std::make_shared<idx_dataset>(
     std::move(*images), std::move(*labels), pick)};
 }
@@ -200,8 +217,7 @@ caf::error same_as_heads(const data_spec& data, split which,
   auto theirs = head_fingerprint(data, which);
   if (mine == theirs)
     return caf::none;
-  auto& root = which == split::train ? data.data : data.eval_data;
-  return bad("\"" + root + "\" " + sees + " here than on the head (" + here
+  return bad("\"" + settings_of(data, which).root + "\" " + sees + " here than on the head (" + here
              + ", fingerprint " + mine + ", the head's " + theirs
              + "); expected the same " + things
              + " on every node (shared storage)");
@@ -209,12 +225,11 @@ caf::error same_as_heads(const data_spec& data, split which,
 
 // The folder of one split, listed, or the error naming its key.
 caf::expected<folder_listing> listing_of(const data_spec& data, split which) {
-  auto& root = which == split::train ? data.data : data.eval_data;
-  auto listing = list_image_folder(root);
+  auto settings = settings_of(data, which);
+  auto listing = list_image_folder(settings.root);
   if (!listing)
-    return bad(std::string{which == split::train ? "pipeline.data"
-                                                 : "pipeline.eval-data"}
-               + ": " + describe(listing.error()));
+    return bad(std::string{settings.key} + ": "
+               + describe(listing.error()));
   return listing;
 }
 
@@ -275,7 +290,7 @@ caf::expected<source_view> resolve_idx(const data_spec& data,
 caf::expected<std::shared_ptr<const dataset>>
 open_idx_checked(const data_spec& data, split which, const synthetic_spec&) {
   auto opened = open_idx(data, which);
-  auto want = which == split::train ? data.train_size : data.eval_size;
+  auto want = settings_of(data, which).planned;
   if (opened && (*opened)->size() != want)
     return bad("pipeline.data = \"" + data.data + "\" holds "
                + std::to_string((*opened)->size())
@@ -325,21 +340,19 @@ open_folder(const data_spec& data, split which, const synthetic_spec&) {
                                  + " files",
                                "files"))
     return err;
-  auto& root = which == split::train ? data.data : data.eval_data;
-  auto limit = which == split::train ? data.train_limit : data.eval_limit;
-  sample_subset pick{listing->files.size(), limit, data.seed};
-  return std::shared_ptr<const dataset>{
-    std::make_shared<folder_dataset>(root, std::move(*listing), pick)};
+  auto settings = settings_of(data, which);
+  sample_subset pick{listing->files.size(), settings.limit, data.seed};
+  return std::shared_ptr<const dataset>{std::make_shared<folder_dataset>(
+    settings.root, std::move(*listing), pick)};
 }
 
 // The shards of one split, indexed, or the error naming its key.
 caf::expected<shard_listing> shards_of(const data_spec& data, split which) {
-  bool train = which == split::train;
-  auto listing = list_tar_shards(train ? data.data : data.eval_data,
-                                 train ? data.train_limit : data.eval_limit);
+  auto settings = settings_of(data, which);
+  auto listing = list_tar_shards(settings.root, settings.limit);
   if (!listing)
-    return bad(std::string{train ? "pipeline.data" : "pipeline.eval-data"}
-               + ": " + describe(listing.error()));
+    return bad(std::string{settings.key} + ": "
+               + describe(listing.error()));
   return listing;
 }
 
