@@ -419,7 +419,10 @@ BOOST_AUTO_TEST_CASE(the_tcp_console_inspects_and_steers_a_running_head) {
   BOOST_TEST(has(ask("set router.policy round-robin"),
                  "router.policy is now round-robin"));
   BOOST_TEST(has(ask("router"), "policy round-robin"));
-  BOOST_TEST(has(ask("set router.window 0"), "expected a whole number"));
+  BOOST_TEST(has(ask("set router.window 0"),
+                 "router.window = 0: expected an integer from 1 to 100000"));
+  BOOST_TEST(has(ask("set router.window 2.5"),
+                 "expected an integer from 1 to 100000"));
   BOOST_TEST(has(ask("set router.policy fastest"), "expected least-loaded"));
   BOOST_TEST(has(ask("trainer"), "[simulated accelerator]"));
   auto actors = ask("actors");

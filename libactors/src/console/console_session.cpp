@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "stoker/errors.hpp"
+#include "config/option_table.hpp"
 #include "console/console_commands.hpp"
 #include "core/run_report.hpp"
 
@@ -469,15 +470,16 @@ console_reply console_session::execute(std::string_view line) {
       return reply(ask<std::string>(self_, target_.router,
                                     policy_change{*policy}));
     }
-    char* end = nullptr;
-    auto n = std::strtoul(value.c_str(), &end, 10); // router.window
-    if (value.empty() || *end != '\0' || n < 1 || n > 100000)
-      return fail(make_error(errc::invalid_config,
-                             "router.window = " + value
-                               + ": expected a whole number from 1 to "
-                                 "100000"));
-    return reply(ask<std::string>(self_, target_.router,
-                                  window_change{static_cast<uint32_t>(n)}));
+    // router.window, checked as a config file's is: the option table's
+    // range and words.
+    auto parsed = caf::config_value::parse(value);
+    run_config checked;
+    if (auto err = find_option(key)->read(
+          parsed ? *parsed : caf::config_value{value}, checked))
+      return fail(std::move(err));
+    return reply(ask<std::string>(
+      self_, target_.router,
+      window_change{static_cast<uint32_t>(checked.pipeline.router.window)}));
   }
   return {"command '" + cmd->name + "' has no handler\n"};
 }
