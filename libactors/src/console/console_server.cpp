@@ -30,7 +30,7 @@ bool send_all(int fd, const std::string& text) {
 
 caf::expected<std::unique_ptr<console_server>>
 console_server::start(caf::actor_system& sys, const console_spec& spec,
-                      console_target target) {
+                      job_target target) {
   if (!is_loopback(spec.bind) && spec.token.empty())
     return make_error(errc::invalid_config,
                       "console.bind = \"" + spec.bind
@@ -50,7 +50,7 @@ console_server::start(caf::actor_system& sys, const console_spec& spec,
 
 console_server::console_server(private_tag, caf::actor_system& sys, int fd,
                                uint16_t port, std::string token,
-                               console_target target)
+                               job_target target)
   : sys_(sys),
     fd_(fd),
     port_(port),

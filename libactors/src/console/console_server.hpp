@@ -29,7 +29,7 @@ public:
   /// missing token for a non-loopback bind (errc::invalid_config).
   static caf::expected<std::unique_ptr<console_server>>
   start(caf::actor_system& sys, const console_spec& spec,
-        console_target target);
+        job_target target);
 
   ~console_server();
   console_server(const console_server&) = delete;
@@ -42,7 +42,7 @@ private:
 
 public:
   console_server(private_tag, caf::actor_system& sys, int fd, uint16_t port,
-                 std::string token, console_target target);
+                 std::string token, job_target target);
 
 private:
   struct client {
@@ -58,7 +58,7 @@ private:
   int fd_;
   uint16_t port_;
   std::string token_;
-  console_target target_;
+  job_target target_;
   std::atomic<bool> stopping_{false};
   std::mutex clients_mutex_;
   std::list<client> clients_;

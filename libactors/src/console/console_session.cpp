@@ -15,20 +15,6 @@ namespace stoker {
 
 namespace {
 
-constexpr auto ask_timeout = std::chrono::seconds(2);
-
-// Asks `whom`; the error if it does not answer in time (e.g. a lost
-// worker) or answers with one.
-template <class T, class Handle, class... Ts>
-caf::expected<T> ask(caf::scoped_actor& self, const Handle& whom,
-                     const Ts&... xs) {
-  caf::expected<T> result{caf::error{}};
-  self->request(whom, ask_timeout, xs...)
-    .receive([&](T& x) { result = std::move(x); },
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
-}
-
 std::string clock_time(int64_t unix_s) {
   auto t = static_cast<std::time_t>(unix_s);
   std::tm parts{};
@@ -52,24 +38,6 @@ std::string idle_reason(const worker_status& w) {
 }
 
 } // namespace
-
-std::optional<uint64_t> node_heard_ms_ago(const node_row& node,
-                                          const router_status& router) {
-  if (node.state != "joined")
-    return std::nullopt;
-  if (node.role == role_kind::trainer)
-    return router.trainer_heard_ms_ago < 0
-             ? std::nullopt
-             : std::optional<uint64_t>{
-               static_cast<uint64_t>(router.trainer_heard_ms_ago)};
-  std::optional<uint64_t> freshest;
-  auto prefix = node.name + "/";
-  bool every = node.role == role_kind::local; // all workers are its own
-  for (auto& w : router.workers)
-    if (w.alive && (every || w.name.compare(0, prefix.size(), prefix) == 0))
-      freshest = std::min(freshest.value_or(w.heard_ms_ago), w.heard_ms_ago);
-  return freshest;
-}
 
 std::string format_nodes(const std::vector<node_row>& nodes,
                          const router_status& router) {
@@ -237,48 +205,31 @@ std::string format_actors(const std::vector<actor_row>& rows,
 }
 
 console_session::console_session(caf::actor_system& sys,
-                                 console_target target)
+                                 job_target target)
   : self_(sys), target_(std::move(target)) {
   // nop
 }
 
-caf::expected<router_status> console_session::router_now() {
-  return ask<router_status>(self_, target_.router, status_atom::value);
-}
-
-caf::expected<roster> console_session::members() {
-  if (!target_.membership)
-    return target_.members;
-  return ask<roster>(self_, target_.membership, roster_atom::value);
-}
-
-caf::expected<std::vector<node_row>> console_session::nodes() {
-  if (!target_.membership)
-    return target_.nodes;
-  return ask<std::vector<node_row>>(self_, target_.membership,
-                                    nodes_atom::value);
-}
-
 std::vector<std::string> console_session::node_names() {
   std::vector<std::string> out;
-  if (auto rows = nodes())
+  if (auto rows = nodes_now(self_, target_))
     for (auto& n : *rows)
       out.push_back(n.name);
-  if (auto st = router_now())
+  if (auto st = router_now(self_, target_))
     for (auto& w : st->workers)
       out.push_back(w.name);
   return out;
 }
 
 caf::expected<std::vector<trainer_stats>> console_session::trainers_now() {
-  auto members = this->members();
+  auto members = members_now(self_, target_);
   if (!members)
     return std::move(members.error());
   if (members->trainers.empty())
     return make_error(errc::run_failure, "no trainer has joined");
   std::vector<trainer_stats> out;
   for (auto& t : members->trainers) {
-    auto s = ask<trainer_stats>(self_, t, stats_atom::value);
+    auto s = ask_job<trainer_stats>(self_, t, stats_atom::value);
     if (!s)
       return std::move(s.error());
     out.push_back(std::move(*s));
@@ -289,24 +240,7 @@ caf::expected<std::vector<trainer_stats>> console_session::trainers_now() {
 }
 
 caf::expected<job_view> console_session::view() {
-  auto router = router_now();
-  if (!router)
-    return std::move(router.error());
-  job_view out;
-  out.router = std::move(*router);
-  if (auto members = this->members()) {
-    for (auto& t : members->trainers)
-      if (auto s = ask<trainer_stats>(self_, t, stats_atom::value))
-        out.trainers.push_back(std::move(*s));
-    for (auto& w : members->workers)
-      if (auto s = ask<worker_stats>(self_, w, stats_atom::value))
-        out.workers.push_back(std::move(*s));
-  }
-  std::sort(out.trainers.begin(), out.trainers.end(),
-            [](auto& a, auto& b) { return a.rank < b.rank; });
-  if (auto rows = nodes())
-    out.nodes = std::move(*rows);
-  return out;
+  return look_at_job(self_, target_);
 }
 
 caf::expected<std::string> console_session::stats_json() {
@@ -321,14 +255,14 @@ caf::expected<std::string> console_session::stats_json() {
 }
 
 caf::expected<std::vector<actor_row>> console_session::actors() {
-  auto router = router_now();
+  auto router = router_now(self_, target_);
   if (!router)
     return std::move(router.error());
-  auto found = this->members();
+  auto found = members_now(self_, target_);
   if (!found)
     return std::move(found.error());
   auto& members = *found;
-  auto known = nodes();
+  auto known = nodes_now(self_, target_);
   // The router (and membership actor) run on the head; in a local run, on
   // its node. The console has always shown the latter as "registry".
   std::string home = target_.membership || !known || known->empty()
@@ -357,7 +291,7 @@ caf::expected<std::vector<actor_row>> console_session::actors() {
     rows.push_back(row_of(target_.membership.id(), "registry", "head",
                           members.nodes.size()));
   for (auto& w : members.workers) {
-    auto answer = ask<worker_stats>(self_, w, stats_atom::value);
+    auto answer = ask_job<worker_stats>(self_, w, stats_atom::value);
     if (!answer)
       continue; // lost: `router` says so
     auto& s = *answer;
@@ -383,7 +317,7 @@ caf::expected<std::vector<actor_row>> console_session::actors() {
           && n.state == "joined")
         trainer_node = n.name;
   for (auto& t : members.trainers) {
-    auto answer = ask<trainer_stats>(self_, t, stats_atom::value);
+    auto answer = ask_job<trainer_stats>(self_, t, stats_atom::value);
     if (!answer)
       continue;
     auto& s = *answer;
@@ -418,10 +352,10 @@ console_reply console_session::execute(std::string_view line) {
   if (cmd->name == "quit")
     return {"bye; the job goes on\n", true};
   if (cmd->name == "nodes") {
-    auto rows = nodes();
+    auto rows = nodes_now(self_, target_);
     if (!rows)
       return fail(rows.error());
-    auto st = router_now();
+    auto st = router_now(self_, target_);
     return st ? console_reply{format_nodes(*rows, *st)} : fail(st.error());
   }
   if (cmd->name == "actors") {
@@ -431,11 +365,11 @@ console_reply console_session::execute(std::string_view line) {
                 : fail(rows.error());
   }
   if (cmd->name == "router") {
-    auto st = router_now();
+    auto st = router_now(self_, target_);
     return st ? console_reply{format_router(*st)} : fail(st.error());
   }
   if (cmd->name == "trainer") {
-    auto st = router_now();
+    auto st = router_now(self_, target_);
     if (!st)
       return fail(st.error());
     auto t = trainers_now();
@@ -449,14 +383,14 @@ console_reply console_session::execute(std::string_view line) {
     steer_command steer;
     steer.verb = *verb;
     steer.target = cmd->args.empty() ? std::string{} : cmd->args[0];
-    return reply(ask<std::string>(self_, target_.router, steer));
+    return reply(ask_job<std::string>(self_, target_.router, steer));
   }
   if (cmd->name == "trace") { // trace start FILE | trace stop
     steer_command steer;
     steer.verb = cmd->args[0] == "start" ? steer_verb::trace_start
                                          : steer_verb::trace_stop;
     steer.target = cmd->args.size() > 1 ? cmd->args[1] : std::string{};
-    return reply(ask<std::string>(self_, target_.router, steer));
+    return reply(ask_job<std::string>(self_, target_.router, steer));
   }
   if (cmd->name == "set") {
     const auto& key = cmd->args[0];
@@ -467,7 +401,7 @@ console_reply console_session::execute(std::string_view line) {
         return fail(make_error(errc::invalid_config,
                                "router.policy = " + value + ": expected "
                                  + enum_choices<routing_policy>("")));
-      return reply(ask<std::string>(self_, target_.router,
+      return reply(ask_job<std::string>(self_, target_.router,
                                     policy_change{*policy}));
     }
     // router.window, checked as a config file's is: the option table's
@@ -477,7 +411,7 @@ console_reply console_session::execute(std::string_view line) {
     if (auto err = find_option(key)->read(
           parsed ? *parsed : caf::config_value{value}, checked))
       return fail(std::move(err));
-    return reply(ask<std::string>(
+    return reply(ask_job<std::string>(
       self_, target_.router,
       window_change{static_cast<uint32_t>(checked.pipeline.router.window)}));
   }

@@ -10,6 +10,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "stoker/actors.hpp"
+#include "protocol/job_query.hpp"
 
 namespace stoker {
 
@@ -22,12 +23,6 @@ namespace stoker {
 std::string format_nodes(const std::vector<node_row>& nodes,
                          const router_status& router);
 
-/// How long ago the router last heard from `node` (ms): the freshest report
-/// of its live workers (named "NODE/i"; every worker for a local node), or
-/// the trainer's last message for the joined trainer node. Nothing for a
-/// node that left or has not been heard from.
-std::optional<uint64_t> node_heard_ms_ago(const node_row& node,
-                                          const router_status& router);
 std::string format_router(const router_status& status);
 /// The `trainer` view of several ranks: one row each (one rank: as
 /// format_trainer).
@@ -58,32 +53,13 @@ struct console_reply {
   bool quit = false;
 };
 
-/// Whom a console asks. On a head: the router and the membership actor
-/// (who is in the cluster). A local run has none: its actors and its one node
-/// row are fixed when it starts.
-struct console_target {
-  router_actor router;
-  membership_actor membership; ///< null in a local run
-  roster members;              ///< a local run's workers and trainer
-  std::vector<node_row> nodes; ///< a local run's own node
-};
-
-/// What the head's (or a local run's) actors say about the job now, asked
-/// at once: what `stats --json`, /metrics and /api/state are made from.
-struct job_view {
-  router_status router;
-  std::vector<trainer_stats> trainers; ///< by rank; empty before one joins
-  std::vector<worker_stats> workers;   ///< those that answered
-  std::vector<node_row> nodes;
-};
-
 /// Runs console lines against a running job: asks the membership actor, the
 /// router and the trainer (each request with a 2 s timeout) through its own
 /// scoped actor, so every console connection gets one and uses it from its
 /// own thread only. Bad lines answer with the usage, never throw.
 class console_session {
 public:
-  console_session(caf::actor_system& sys, console_target target);
+  console_session(caf::actor_system& sys, job_target target);
 
   console_reply execute(std::string_view line);
 
@@ -91,21 +67,17 @@ public:
   /// none of those whose actor does not answer.
   std::vector<std::string> node_names();
 
-  /// The job now. Errors only when the router does not answer; trainers
-  /// and workers that do not answer (or have not joined) are left out.
+  /// The job now (look_at_job).
   caf::expected<job_view> view();
 
 private:
-  caf::expected<router_status> router_now();
   /// Every rank's counters, by rank.
   caf::expected<std::vector<trainer_stats>> trainers_now();
   caf::expected<std::string> stats_json();
   caf::expected<std::vector<actor_row>> actors();
-  caf::expected<roster> members();
-  caf::expected<std::vector<node_row>> nodes();
 
   caf::scoped_actor self_;
-  console_target target_;
+  job_target target_;
 };
 
 } // namespace stoker

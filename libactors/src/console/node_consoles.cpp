@@ -6,7 +6,7 @@ namespace stoker {
 
 caf::expected<node_consoles>
 node_consoles::open(caf::actor_system& sys, const console_spec& spec,
-                    console_target target, const std::string& who,
+                    job_target target, const std::string& who,
                     std::shared_ptr<const tls_context> tls) {
   node_consoles out;
   if (spec.port != 0 && tls && !is_loopback(spec.bind)) {

@@ -28,7 +28,7 @@ public:
   /// Errors name the address or setting that failed.
   static caf::expected<node_consoles>
   open(caf::actor_system& sys, const console_spec& spec,
-       console_target target, const std::string& who,
+       job_target target, const std::string& who,
        std::shared_ptr<const tls_context> tls = nullptr);
 
 private:

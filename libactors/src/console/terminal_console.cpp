@@ -17,14 +17,14 @@ namespace stoker {
 
 struct terminal_console::state {
   caf::actor_system& sys;
-  console_target target;
+  job_target target;
   int wake[2] = {-1, -1}; // the destructor writes to wake[1]
   std::string prompt = "stoker> ";
   console_session* session = nullptr; // lives on the reading thread
   EditLine* el = nullptr;
   History* hist = nullptr;
 
-  state(caf::actor_system& s, console_target t)
+  state(caf::actor_system& s, job_target t)
     : sys(s), target(std::move(t)) {
     // nop
   }
@@ -182,7 +182,7 @@ void terminal_console::state::run() {
 }
 
 caf::expected<std::unique_ptr<terminal_console>>
-terminal_console::start(caf::actor_system& sys, console_target target) {
+terminal_console::start(caf::actor_system& sys, job_target target) {
   auto st = std::make_unique<state>(sys, std::move(target));
   if (::pipe2(st->wake, O_CLOEXEC) != 0)
     return make_error(errc::io_failure,

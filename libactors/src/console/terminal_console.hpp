@@ -24,7 +24,7 @@ public:
   /// Starts reading standard input. Errors (errc::io_failure) name what
   /// could not be set up.
   static caf::expected<std::unique_ptr<terminal_console>>
-  start(caf::actor_system& sys, console_target target);
+  start(caf::actor_system& sys, job_target target);
 
   ~terminal_console();
   terminal_console(const terminal_console&) = delete;

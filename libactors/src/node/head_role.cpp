@@ -237,7 +237,7 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
     return 1;
   }
   // Declared after `stop` and torn down before the actors it talks to.
-  console_target target;
+  job_target target;
   target.router = router;
   target.membership = front_door;
   auto consoles = node_consoles::open(sys, cfg.node.console, target, "head",

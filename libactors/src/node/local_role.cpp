@@ -31,11 +31,11 @@ namespace {
 
 // A local run has no registry: the console is told its actors and its one
 // node up front.
-console_target local_console_target(const run_config& cfg,
+job_target local_console_target(const run_config& cfg,
                                     const router_actor& router,
                                     const std::vector<trainer_actor>& trainers,
                                     const std::vector<worker_actor>& workers) {
-  console_target target;
+  job_target target;
   target.router = router;
   target.members.nodes = {cfg.node.name};
   target.members.workers = workers;

@@ -61,7 +61,7 @@ private:
 } // namespace
 
 http_observer::http_observer(private_tag, caf::actor_system& sys,
-                             console_target target)
+                             job_target target)
   : sys_(sys),
     target_(std::move(target)),
     server_(std::make_unique<httplib::Server>()) {
@@ -70,7 +70,7 @@ http_observer::http_observer(private_tag, caf::actor_system& sys,
 
 caf::expected<std::unique_ptr<http_observer>>
 http_observer::start(caf::actor_system& sys, const metrics_spec& spec,
-                     console_target target,
+                     job_target target,
                      std::shared_ptr<const tls_context> tls) {
   auto result = std::make_unique<http_observer>(private_tag{}, sys,
                                                 std::move(target));
@@ -96,8 +96,8 @@ http_observer::start(caf::actor_system& sys, const metrics_spec& spec,
   self->snapshots_ = std::make_unique<snapshot_cache>(
     [self] {
       job_snapshot out;
-      console_session session{self->sys_, self->target_};
-      auto job = session.view();
+      caf::scoped_actor asker{self->sys_};
+      auto job = look_at_job(asker, self->target_);
       if (!job) {
         out.error = "the router does not answer: " + describe(job.error());
         return out;
@@ -239,7 +239,7 @@ uint16_t http_observer::port() const noexcept {
 
 caf::expected<std::unique_ptr<http_observer>>
 open_http_observer(caf::actor_system& sys, const metrics_spec& spec,
-                   console_target target,
+                   job_target target,
                    std::shared_ptr<const tls_context> tls,
                    const std::string& who) {
   if (spec.port == 0)

@@ -10,7 +10,7 @@
 #include <caf/expected.hpp>
 
 #include "stoker/options.hpp"
-#include "console/console_session.hpp"
+#include "protocol/job_query.hpp"
 #include "observe/snapshot_cache.hpp"
 #include "transport/gate.hpp"
 #include "transport/tls.hpp"
@@ -26,7 +26,7 @@ namespace stoker {
 ///   GET /api/state   the dashboard's JSON (render_state_json)
 ///   GET /            the dashboard page
 /// Served by cpp-httplib on 8 threads of its own from a snapshot_cache: the
-/// job is asked (a console_session, 2 s timeouts per actor) at most once
+/// job is asked (look_at_job, 2 s timeouts per actor) at most once
 /// per metrics.refresh however many scrape, so a scrape costs the actors
 /// nothing of its own. A request that waited over a second for a thread
 /// is answered 503 at once, not late; the listen backlog is 1,024.
@@ -39,7 +39,7 @@ public:
   /// Starts serving, or an error naming the address (errc::io_failure).
   static caf::expected<std::unique_ptr<http_observer>>
   start(caf::actor_system& sys, const metrics_spec& spec,
-        console_target target, std::shared_ptr<const tls_context> tls);
+        job_target target, std::shared_ptr<const tls_context> tls);
 
   ~http_observer();
   http_observer(const http_observer&) = delete;
@@ -57,11 +57,11 @@ private:
   struct private_tag {};
 
 public:
-  http_observer(private_tag, caf::actor_system& sys, console_target target);
+  http_observer(private_tag, caf::actor_system& sys, job_target target);
 
 private:
   caf::actor_system& sys_;
-  console_target target_;
+  job_target target_;
   std::unique_ptr<snapshot_cache> snapshots_;
   std::unique_ptr<httplib::Server> server_;
   uint16_t port_ = 0;
@@ -74,7 +74,7 @@ private:
 /// http://BIND:PORT/ (...)". Errors name the address.
 caf::expected<std::unique_ptr<http_observer>>
 open_http_observer(caf::actor_system& sys, const metrics_spec& spec,
-                   console_target target,
+                   job_target target,
                    std::shared_ptr<const tls_context> tls,
                    const std::string& who);
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "console/console_session.hpp"
+#include "protocol/job_query.hpp"
 
 namespace stoker {
 
