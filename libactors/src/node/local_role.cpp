@@ -31,7 +31,7 @@ namespace {
 
 // A local run has no registry: the console is told its actors and its one
 // node up front.
-job_target local_console_target(const run_config& cfg,
+job_target local_job_target(const run_config& cfg,
                                     const router_actor& router,
                                     const std::vector<trainer_actor>& trainers,
                                     const std::vector<worker_actor>& workers) {
@@ -136,7 +136,7 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
     join.memory_bytes = physical_memory_bytes();
     self->send(router, std::move(join));
   }
-  auto target = local_console_target(cfg, router, trainers, workers);
+  auto target = local_job_target(cfg, router, trainers, workers);
   auto consoles = node_consoles::open(sys, cfg.node.console, target, "local",
                                       serving_tls);
   auto observer = open_http_observer(sys, cfg.node.metrics, std::move(target),
