@@ -53,7 +53,7 @@ void note_caf_batches(const run_config& cfg) {
                "serializes every batch into fresh buffers, which Stoker's "
                "pool cannot recycle; where page faults are slow (VMs), "
                "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 makes that path about "
-               "4x faster (README, Speed)"
+               "4x faster (docs/speed.md)"
             << std::endl;
 }
 
