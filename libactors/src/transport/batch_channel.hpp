@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -15,6 +14,7 @@
 #include <caf/expected.hpp>
 
 #include "stoker/messages.hpp"
+#include "transport/acceptor.hpp"
 #include "transport/buffer_pool.hpp"
 #include "transport/tls.hpp"
 
@@ -138,7 +138,7 @@ private:
   struct private_tag {}; // only start() constructs
 
 public:
-  batch_listener(private_tag, int fd, int epoll_fd, int wake_fd,
+  batch_listener(private_tag, int epoll_fd, int wake_fd,
                  uint16_t port, uint64_t max_data_bytes,
                  stream_security security, std::shared_ptr<buffer_pool> pool,
                  batch_handler on_batch, error_handler on_error);
@@ -146,16 +146,9 @@ public:
   struct open_stream; // one admitted stream's read state (the loop's)
 
 private:
-  // A connection being admitted, on its own thread.
-  struct admission {
-    int fd = -1;
-    bool handed = false; // the loop owns the descriptor now
-    std::atomic<bool> done{false};
-    std::thread thread;
-  };
-
-  void accept_loop();
-  void admit(admission& a, const std::string& peer);
+  // Admits one accepted connection, on its own thread: TLS, the hello,
+  // then the stream handed to the loop (`kept`).
+  void admit(acceptor::connection& c);
   void event_loop();
   // Reads what stream `s` has; false when it is over (ended or failed).
   bool pump(open_stream& s);
@@ -165,9 +158,7 @@ private:
   // A frame part is complete: on to the next; false on a malformed frame.
   bool advance(open_stream& s);
   void fail(const std::string& peer, const std::string& what);
-  void reap_admissions_locked();
 
-  int fd_;
   int epoll_fd_;
   int wake_fd_; // an eventfd: new streams, or stop
   uint16_t port_;
@@ -180,10 +171,9 @@ private:
   std::atomic<uint64_t> frames_{0};
   std::atomic<uint64_t> refused_{0};
   std::atomic<size_t> open_{0};
-  std::mutex mutex_;
-  std::list<admission> admissions_;
+  std::mutex mutex_; // handed_, and a stream's hand-over
   std::vector<std::unique_ptr<open_stream>> handed_; // to the loop
-  std::thread acceptor_;
+  std::unique_ptr<acceptor> acceptor_;
   std::thread loop_;
 };
 

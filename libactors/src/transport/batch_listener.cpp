@@ -80,13 +80,12 @@ struct batch_listener::open_stream {
   }
 };
 
-batch_listener::batch_listener(private_tag, int fd, int epoll_fd, int wake_fd,
+batch_listener::batch_listener(private_tag, int epoll_fd, int wake_fd,
                                uint16_t port, uint64_t max_data_bytes,
                                stream_security security,
                                std::shared_ptr<buffer_pool> pool,
                                batch_handler on_batch, error_handler on_error)
-  : fd_(fd),
-    epoll_fd_(epoll_fd),
+  : epoll_fd_(epoll_fd),
     wake_fd_(wake_fd),
     port_(port),
     max_data_bytes_(max_data_bytes),
@@ -125,35 +124,28 @@ batch_listener::start(const std::string& bind, uint16_t port,
                       "batch listener: cannot set up its event loop: " + why);
   }
   auto result = std::make_unique<batch_listener>(
-    private_tag{}, socket->fd, ep, wake, socket->port, max_data_bytes,
+    private_tag{}, ep, wake, socket->port, max_data_bytes,
     std::move(security), std::move(pool), std::move(on_batch),
     std::move(on_error));
   auto* self = result.get();
   result->loop_ = std::thread{[self] { self->event_loop(); }};
-  result->acceptor_ = std::thread{[self] { self->accept_loop(); }};
+  acceptor::hooks hooks;
+  hooks.max_open = max_admissions;
+  hooks.wait_when_full = true; // each admission is bounded by its timeout
+  hooks.serve = [self](acceptor::connection& c) { self->admit(c); };
+  hooks.say = [self](const std::string& line) {
+    self->on_error_("batch listener: " + line);
+  };
+  result->acceptor_ = std::make_unique<acceptor>(socket->fd, std::move(hooks));
   return result;
 }
 
 batch_listener::~batch_listener() {
   stopping_ = true;
-  // shutdown() wakes a thread blocked in accept() or recv() on Linux.
-  ::shutdown(fd_, SHUT_RDWR);
-  if (acceptor_.joinable())
-    acceptor_.join();
-  ::close(fd_);
-  {
-    std::lock_guard<std::mutex> guard{mutex_};
-    for (auto& a : admissions_)
-      if (!a.handed)
-        ::shutdown(a.fd, SHUT_RDWR);
-  }
-  // Joined without the lock: an admission takes it to hand its stream over.
-  // The acceptor has ended, so the list no longer changes.
-  for (auto& a : admissions_) {
-    a.thread.join();
-    if (!a.handed)
-      ::close(a.fd);
-  }
+  // Wakes, joins and closes every admission; a stream already handed over
+  // is the loop's.
+  if (acceptor_)
+    acceptor_->stop();
   uint64_t one = 1;
   [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
   if (loop_.joinable())
@@ -169,52 +161,8 @@ void batch_listener::fail(const std::string& peer, const std::string& what) {
               + "; closing this stream");
 }
 
-void batch_listener::reap_admissions_locked() {
-  for (auto i = admissions_.begin(); i != admissions_.end();) {
-    if (i->done) {
-      i->thread.join();
-      if (!i->handed)
-        ::close(i->fd);
-      i = admissions_.erase(i);
-    } else {
-      ++i;
-    }
-  }
-}
-
-void batch_listener::accept_loop() {
-  while (!stopping_) {
-    {
-      std::lock_guard<std::mutex> guard{mutex_};
-      reap_admissions_locked();
-      if (admissions_.size() >= max_admissions) {
-        // Let the ones in admission finish first (each is bounded by the
-        // handshake timeout); new peers wait in the backlog.
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        continue;
-      }
-    }
-    std::string peer;
-    int fd = detail::tcp_accept(fd_, peer);
-    if (fd < 0) {
-      if (stopping_)
-        return;
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS
-          || errno == ENOMEM) {
-        on_error_("batch listener: cannot accept: "
-                  + std::string{std::strerror(errno)} + "; retrying");
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      continue; // EINTR, ECONNABORTED and friends: the next one
-    }
-    std::lock_guard<std::mutex> guard{mutex_};
-    auto& a = admissions_.emplace_back();
-    a.fd = fd;
-    a.thread = std::thread{[this, &a, peer] { admit(a, peer); }};
-  }
-}
-
-void batch_listener::admit(admission& a, const std::string& peer) {
+void batch_listener::admit(acceptor::connection& a) {
+  const auto& peer = a.peer;
   auto refuse = [&](const std::string& why) {
     ++refused_;
     fail(peer, "refused: " + why);
@@ -269,7 +217,7 @@ void batch_listener::admit(admission& a, const std::string& peer) {
       a.done = true;
       return;
     }
-    a.handed = true;
+    a.kept = true;
     handed_.push_back(std::move(s));
   }
   uint64_t one = 1;

@@ -191,10 +191,10 @@ gate_options service_gate_options(std::string what,
   return options;
 }
 
-gate::gate(private_tag, int fd, uint16_t port, uint16_t inner_port,
+gate::gate(private_tag, uint16_t port, uint16_t inner_port,
            gate_options options)
-  : fd_(fd), port_(port), inner_port_(inner_port),
-    options_(std::move(options)), refusals_(options_.log_interval) {
+  : port_(port), inner_port_(inner_port), options_(std::move(options)),
+    refusals_(options_.log_interval) {
   // The acceptor starts in open(), once the object is in place.
 }
 
@@ -204,51 +204,47 @@ gate::open(const std::string& bind, uint16_t port, uint16_t inner_port,
   auto socket = detail::tcp_listen(bind, port, options.what);
   if (!socket)
     return std::move(socket.error());
-  auto result = std::make_unique<gate>(private_tag{}, socket->fd,
-                                       socket->port, inner_port,
-                                       std::move(options));
-  result->acceptor_ = std::thread{[self = result.get()] {
-    self->accept_loop();
-  }};
+  auto result = std::make_unique<gate>(private_tag{}, socket->port,
+                                       inner_port, std::move(options));
+  auto* self = result.get();
+  acceptor::hooks hooks;
+  hooks.max_open = self->options_.max_connections;
+  hooks.wait_when_full = false; // a peer hears why, at once
+  hooks.refuse_if = [self](const std::list<acceptor::connection>& open,
+                           const std::string& address) {
+    auto& o = self->options_;
+    size_t from_peer = 0;
+    for (auto& c : open)
+      from_peer += c.address == address ? 1 : 0;
+    if (open.size() >= o.max_connections)
+      return "already " + std::to_string(open.size())
+             + " connections open, the most it takes at once; try again";
+    if (from_peer >= o.max_per_peer)
+      return std::to_string(from_peer) + " connections from " + address
+             + " already open, the most one address may hold "
+               "(cluster.max-connections-per-peer = "
+             + std::to_string(o.max_per_peer) + "); try again";
+    return std::string{};
+  };
+  hooks.refused = [self](int fd, const std::string& peer,
+                         const std::string& why) {
+    ++self->refused_;
+    if (self->options_.preface)
+      send_now(fd, gate_preface('R', why));
+    self->say_refused(peer, why);
+  };
+  hooks.serve = [self](acceptor::connection& c) { self->serve(c); };
+  hooks.say = [self](const std::string& line) {
+    say(self->options_, self->options_.what + ": " + line);
+  };
+  result->acceptor_ = std::make_unique<acceptor>(socket->fd, std::move(hooks));
   return result;
 }
 
 gate::~gate() {
   stopping_ = true;
-  ::shutdown(fd_, SHUT_RDWR);
-  if (acceptor_.joinable())
-    acceptor_.join();
-  ::close(fd_);
-  {
-    std::lock_guard<std::mutex> guard{mutex_};
-    for (auto& c : connections_) {
-      ::shutdown(c.outer, SHUT_RDWR);
-      if (c.inner >= 0)
-        ::shutdown(c.inner, SHUT_RDWR);
-    }
-  }
-  // Joined without the lock: a connection's thread takes it to record its
-  // inner socket. The acceptor has ended, so the list no longer changes.
-  for (auto& c : connections_) {
-    c.thread.join();
-    ::close(c.outer);
-    if (c.inner >= 0)
-      ::close(c.inner);
-  }
-}
-
-void gate::reap_locked() {
-  for (auto i = connections_.begin(); i != connections_.end();) {
-    if (i->done) {
-      i->thread.join();
-      ::close(i->outer);
-      if (i->inner >= 0)
-        ::close(i->inner);
-      i = connections_.erase(i);
-    } else {
-      ++i;
-    }
-  }
+  if (acceptor_)
+    acceptor_->stop(); // wakes, joins and closes every connection
 }
 
 void gate::say_refused(const std::string& peer, const std::string& why) {
@@ -261,63 +257,19 @@ void gate::say_refused(const std::string& peer, const std::string& why) {
     say(options_, line);
 }
 
-void gate::accept_loop() {
-  while (!stopping_) {
-    std::string peer;
-    int fd = detail::tcp_accept(fd_, peer);
-    if (fd < 0) {
-      if (stopping_)
-        return;
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS
-          || errno == ENOMEM) {
-        say(options_, options_.what + ": cannot accept: "
-                        + std::strerror(errno) + "; retrying");
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      continue;
-    }
-    std::lock_guard<std::mutex> guard{mutex_};
-    reap_locked();
-    auto address = address_of(peer);
-    size_t from_peer = 0;
-    for (auto& c : connections_)
-      from_peer += c.address == address ? 1 : 0;
-    std::string why;
-    if (connections_.size() >= options_.max_connections)
-      why = "already " + std::to_string(connections_.size())
-            + " connections open, the most it takes at once; try again";
-    else if (from_peer >= options_.max_per_peer)
-      why = std::to_string(from_peer) + " connections from " + address
-            + " already open, the most one address may hold "
-              "(cluster.max-connections-per-peer = "
-            + std::to_string(options_.max_per_peer) + "); try again";
-    if (!why.empty()) {
-      ++refused_;
-      if (options_.preface)
-        send_now(fd, gate_preface('R', why));
-      ::close(fd);
-      say_refused(peer, why);
-      continue;
-    }
-    auto& c = connections_.emplace_back();
-    c.address = std::move(address);
-    c.outer = fd;
-    c.thread = std::thread{[this, &c, peer] { serve(c, peer); }};
-  }
-}
-
-void gate::serve(connection& c, const std::string& peer) {
+void gate::serve(acceptor::connection& c) {
+  const auto& peer = c.peer;
   auto refuse = [&](const std::string& why) {
     ++refused_;
     say_refused(peer, why);
-    ::shutdown(c.outer, SHUT_RDWR);
+    ::shutdown(c.fd, SHUT_RDWR);
     c.done = true;
   };
   if (options_.preface) {
     auto timeout = options_.handshake_timeout;
-    switch (read_hello(c.outer, clock_type::now() + timeout)) {
+    switch (read_hello(c.fd, clock_type::now() + timeout)) {
       case first_bytes::hello:
-        send_now(c.outer, gate_preface(options_.tls ? 'T' : 'P'));
+        send_now(c.fd, gate_preface(options_.tls ? 'T' : 'P'));
         break;
       case first_bytes::other:
         break;
@@ -332,7 +284,7 @@ void gate::serve(connection& c, const std::string& peer) {
   }
   std::optional<tls_stream> tls;
   if (options_.tls) {
-    auto accepted = tls_stream::accept(c.outer, *options_.tls,
+    auto accepted = tls_stream::accept(c.fd, *options_.tls,
                                        options_.handshake_timeout);
     if (!accepted)
       return refuse(describe(accepted.error()));
@@ -342,15 +294,12 @@ void gate::serve(connection& c, const std::string& peer) {
   if (!inner) {
     if (!stopping_)
       say(options_, options_.what + ": " + describe(inner.error()));
-    ::shutdown(c.outer, SHUT_RDWR);
+    ::shutdown(c.fd, SHUT_RDWR);
     c.done = true;
     return;
   }
-  {
-    std::lock_guard<std::mutex> guard{mutex_};
-    c.inner = *inner;
-  }
-  if (stopping_) { // the destructor may have missed the inner socket
+  c.extra = *inner;
+  if (stopping_) { // stop() may have missed the inner socket
     c.done = true;
     return;
   }
@@ -358,8 +307,8 @@ void gate::serve(connection& c, const std::string& peer) {
   // A BASP peer speaks as soon as CAF's handshake reaches it: one that
   // says nothing only holds a slot.
   bool basp = options_.max_message_bytes > 0;
-  auto why = relay(socket_end{c.outer, tls ? &*tls : nullptr},
-                   socket_end{c.inner, nullptr}, options_.max_message_bytes,
+  auto why = relay(socket_end{c.fd, tls ? &*tls : nullptr},
+                   socket_end{*inner, nullptr}, options_.max_message_bytes,
                    stopping_,
                    basp ? clock_type::now() + options_.handshake_timeout
                         : clock_type::time_point::max(),
@@ -373,8 +322,8 @@ void gate::serve(connection& c, const std::string& peer) {
     if (!line.empty())
       say(options_, line);
   }
-  ::shutdown(c.outer, SHUT_RDWR);
-  ::shutdown(c.inner, SHUT_RDWR);
+  ::shutdown(c.fd, SHUT_RDWR);
+  ::shutdown(*inner, SHUT_RDWR);
   c.done = true;
 }
 

@@ -13,6 +13,7 @@
 
 #include <caf/expected.hpp>
 
+#include "transport/acceptor.hpp"
 #include "transport/gate_verdict.hpp"
 #include "transport/tls.hpp"
 
@@ -103,25 +104,16 @@ private:
   struct private_tag {};
 
 public:
-  gate(private_tag, int fd, uint16_t port, uint16_t inner_port,
+  gate(private_tag, uint16_t port, uint16_t inner_port,
        gate_options options);
 
 private:
-  struct connection {
-    std::string address; // the peer's, without its port
-    int outer = -1;
-    int inner = -1;
-    std::atomic<bool> done{false};
-    std::thread thread;
-  };
-
-  void accept_loop();
-  void serve(connection& c, const std::string& peer);
-  void reap_locked();
+  // Serves one accepted client (its fd the outer socket; `extra` the relay
+  // to CAF's port).
+  void serve(acceptor::connection& c);
   // Says a refusal of `peer` (rate-limited per address).
   void say_refused(const std::string& peer, const std::string& why);
 
-  int fd_;
   uint16_t port_;
   uint16_t inner_port_;
   gate_options options_;
@@ -129,9 +121,7 @@ private:
   std::atomic<uint64_t> admitted_{0};
   std::atomic<uint64_t> refused_{0};
   refusal_log refusals_;
-  std::mutex mutex_;
-  std::list<connection> connections_;
-  std::thread acceptor_;
+  std::unique_ptr<acceptor> acceptor_; // last: stopped first
 };
 
 /// The way out for a plain-TCP client on this node (CAF's remote_actor) to
