@@ -226,15 +226,14 @@ class _Loop:
     def _place(self):
         return 0, 1  # a DataLoader's trainer is alone
 
-    def load_state_dict(self, state):
-        """Goes on from `state` (a state_dict()); before the first
-        iteration only."""
+    def _resume_from(self, state):
+        # Goes on from `state` (a state_dict()); before the first batch.
         if self._started:
             raise RuntimeError("load_state_dict() after iterating: expected "
                                "it on a new loader, before its first batch")
         if not isinstance(state, dict) or state.get("format") != 1:
-            raise ConfigError(f"load_state_dict: {type(state).__name__} is "
-                              f"not a stoker state_dict()")
+            raise ConfigError(f"state: {type(state).__name__} is not a "
+                              f"stoker state_dict()")
         self._state = dict(state)
         self._epoch = int(state.get("epoch", 0))
 
@@ -378,6 +377,12 @@ class DataLoader(_Loop):
         args = ["--progress=off", "--trainer.count=1", "--role=local"]
         super().__init__(args + _flags(config_file, keys))
 
+    def load_state_dict(self, state):
+        """Goes on from `state` (a state_dict() of an earlier loader of the
+        same run); before the first iteration only. (A Trainer takes its
+        state when it is made: stoker.Trainer(..., state=STATE).)"""
+        self._resume_from(state)
+
 
 class Trainer(_Loop):
     """A trainer node of a Stoker cluster whose step is this Python loop:
@@ -410,7 +415,7 @@ class Trainer(_Loop):
         self._name = name
         self._group = None
         if state is not None:  # before the start: the trainer resumes
-            _Loop.load_state_dict(self, state)
+            self._resume_from(state)
         self._start()  # joins the head now: the run waits for its nodes
 
     def _group_info(self):
@@ -441,11 +446,6 @@ class Trainer(_Loop):
         # The run's shape comes from the head with the trainer's group.
         self._group_info()
 
-    def load_state_dict(self, state):
-        raise RuntimeError(
-            "stoker.Trainer.load_state_dict: a trainer node joins its head "
-            "when it is made; expected stoker.Trainer(..., state=STATE)")
-
     def _has_test(self):
         return self._shape("eval_batches") > 0 and self.rank == 0
 
@@ -459,20 +459,27 @@ class Trainer(_Loop):
         """The group's size."""
         return self._group_info()[1]
 
-    def init_process_group(self, timeout_s=None):
+    def init_process_group(self, timeout=None):
         """torch.distributed's default group, gloo, over the group's store
         on the head (keys under a prefix of their own); with one rank, over
         a store of this process. Returns the process group.
 
-        `timeout_s` bounds every collective of the group (gloo's calls: an
-        all-reduce whose peer died raises after it at the latest); None:
-        the run's trainer.collective-timeout."""
+        `timeout` (a datetime.timedelta, as torch.distributed's
+        init_process_group takes) bounds every collective of the group
+        (gloo's calls: an all-reduce whose peer died raises after it at the
+        latest); None: the run's trainer.collective-timeout. Waits for the
+        group to form (up to the head's cluster.join-timeout)."""
         import datetime
         import torch.distributed as dist
+        if timeout is not None and not isinstance(timeout,
+                                                  datetime.timedelta):
+            raise TypeError(f"init_process_group: timeout = {timeout!r}: "
+                            f"expected a datetime.timedelta, as "
+                            f"torch.distributed.init_process_group takes")
         rank, world, _, interface, generation, store, collective_s = \
             self._group_info()
-        if timeout_s is None:
-            timeout_s = collective_s
+        if timeout is None:
+            timeout = datetime.timedelta(seconds=collective_s)
         if store is None:
             store = dist.HashStore()
         else:
@@ -482,7 +489,7 @@ class Trainer(_Loop):
             os.environ.setdefault("GLOO_SOCKET_IFNAME", iface)
         dist.init_process_group(
             "gloo", store=store, rank=rank, world_size=world,
-            timeout=datetime.timedelta(seconds=timeout_s))
+            timeout=timeout)
         return dist.group.WORLD
 
 
@@ -491,18 +498,12 @@ def _interface_of(address):
     listens there, as cluster.bind says), or None."""
     if not address or address in ("0.0.0.0", "::"):
         return None
-    import fcntl
     import socket
-    import struct
-    for _, name in socket.if_nameindex():
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            try:
-                raw = fcntl.ioctl(s.fileno(), 0x8915,  # SIOCGIFADDR
-                                  struct.pack("256s", name.encode()[:15]))
-            except OSError:
-                continue
-            if socket.inet_ntoa(raw[20:24]) == address:
-                return name
+    import psutil  # Debian's python3-psutil
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(a.family == socket.AF_INET and a.address == address
+               for a in addresses):
+            return name
     return None
 
 

@@ -191,6 +191,10 @@ started = time.monotonic()
 t = stoker.Trainer(head=f"127.0.0.1:{port}", name="t-0",
                    cluster={"connect_timeout": "2s"})
 try:
+    t.init_process_group(timeout=5)  # torch's spelling is a timedelta
+except TypeError as e:
+    print("type error:", e, flush=True)
+try:
     t.init_process_group()
 except stoker.RunFailed as e:
     print("raised after", time.monotonic() - started, "s:", e, flush=True)
@@ -209,6 +213,8 @@ def test_a_head_nobody_listens_on_raises_the_reason_within_the_timeout():
     assert "within 2000 ms (cluster.connect-timeout)" in line, line
     assert "exit code" not in line, line
     assert float(line.split()[2]) < 2 + 3, line  # the timeout, and a bit
+    assert ("type error: init_process_group: timeout = 5: expected a "
+            "datetime.timedelta") in done.stdout, done.stdout
 
 
 DDP_LOOP = """

@@ -199,3 +199,16 @@ def test_ctrl_c_in_the_loop_stops_it():
     out, err = proc.communicate(timeout=60)
     assert proc.returncode != 0
     assert "KeyboardInterrupt" in err
+
+
+def test_only_a_dataloader_loads_a_state_dict():
+    # A Trainer takes its state when it is made (state=STATE): it has no
+    # load_state_dict that could only raise.
+    assert callable(stoker.DataLoader.load_state_dict)
+    assert not hasattr(stoker.Trainer, "load_state_dict")
+
+
+def test_the_interface_gloo_listens_on_comes_from_its_address():
+    assert stoker._interface_of("127.0.0.1") == "lo"
+    assert stoker._interface_of("0.0.0.0") is None
+    assert stoker._interface_of("192.0.2.1") is None  # TEST-NET-1: nobody's
