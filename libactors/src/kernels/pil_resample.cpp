@@ -29,7 +29,8 @@ namespace stoker {
 
 namespace {
 
-using resample_detail::vbmi_block_starts;
+using resample_detail::plan_vbmi_blocks;
+using resample_detail::vbmi_blocks;
 
 constexpr int precision_bits = 32 - 8 - 2;
 constexpr int32_t half = 1 << (precision_bits - 1);
@@ -102,19 +103,13 @@ void along_x(const uint8_t* in, const pil_taps& t, int from, int to,
   }
 }
 
-// The VBMI pass's view of the x taps. Its tables come from the row
-// (channel c: the indices plus c), or with `planar` from each channel's
-// plane of columns [col_lo, col_hi) (where 16 outputs' taps span more than
-// 128 bytes of interleaved pixels: shrinks past about 2.2 for three
-// channels). Per block of 16 outputs the column its 128-byte table starts
-// at (-1: the portable loop makes it), and per block and tap the
-// permute's 64 index bytes (byte 4m: the tap of output m; the other bytes
-// zeroed by the mask) and the 16 outputs' weights.
+// The VBMI pass's view of the x taps: where its tables come from (the row,
+// channel c's indices plus c, or each channel's plane: plan_vbmi_blocks),
+// and per block and tap the permute's 64 index bytes (byte 4m: the tap of
+// output m; the other bytes zeroed by the mask) and the 16 outputs'
+// weights.
 struct x_tables {
-  bool planar = false;
-  int col_lo = 0;
-  int col_hi = 0;
-  std::vector<int> block_first;
+  vbmi_blocks blocks;
   std::vector<uint8_t> index;
   std::vector<int32_t> weights;
   int taps = 0;
@@ -124,25 +119,18 @@ template <int C>
 x_tables tables_for(const pil_taps& t) {
   x_tables v;
   v.taps = t.most;
-  v.block_first = vbmi_block_starts(t.first, t.count, C);
-  v.planar = C > 1 && std::find(v.block_first.begin(), v.block_first.end(),
-                                -1) != v.block_first.end();
-  if (v.planar)
-    v.block_first = vbmi_block_starts(t.first, t.count, 1);
-  const int stride = v.planar ? 1 : C;
-  v.col_lo = *std::min_element(t.first.begin(), t.first.end());
-  for (size_t x = 0; x < t.first.size(); ++x)
-    v.col_hi = std::max(v.col_hi, t.first[x] + t.count[x]);
+  v.blocks = plan_vbmi_blocks(t.first, t.count, C);
+  const int stride = v.blocks.planar ? 1 : C;
   const auto taps = static_cast<size_t>(v.taps);
-  const auto blocks = v.block_first.size();
+  const auto blocks = v.blocks.starts.size();
   v.index.assign(blocks * taps * 64, 0);
   v.weights.assign(blocks * taps * block, 0);
   for (size_t b = 0; b < blocks; ++b) {
-    if (v.block_first[b] < 0)
+    if (v.blocks.starts[b] < 0)
       continue;
     for (size_t m = 0; m < block; ++m) {
       const size_t x = b * block + m;
-      const int at = (t.first[x] - v.block_first[b]) * stride;
+      const int at = (t.first[x] - v.blocks.starts[b]) * stride;
       for (size_t j = 0; j < taps; ++j) {
         // A tap past the output's count weighs 0: any byte will do (the
         // permute reads an index's low 7 bits).
@@ -161,16 +149,16 @@ x_tables tables_for(const pil_taps& t) {
 #  pragma GCC diagnostic push
 #  pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #  pragma GCC diagnostic ignored "-Wuninitialized"
-// The VBMI twin (one or three channels). `in`, and with v.planar each of
-// `planes` (channel c's bytes of columns [v.col_lo, v.col_hi)), has 128
+// The VBMI twin (one or three channels). `in`, and with a planar plan
+// each of `planes` (channel c's bytes of the plan's columns), has 128
 // readable bytes past its pixels, which a block's table may take in; a
 // tap there weighs 0.
 template <int C, bool Planar>
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void
 along_x_vbmi(const uint8_t* in, const uint8_t* const* planes,
              const pil_taps& t, const x_tables& v, int n, uint8_t* out) {
-  const int* block_first = v.block_first.data();
-  const size_t blocks = v.block_first.size();
+  const int* block_first = v.blocks.starts.data();
+  const size_t blocks = v.blocks.starts.size();
   const auto taps = static_cast<size_t>(v.taps);
   const __mmask64 low_bytes = 0x1111111111111111ULL;
   // Channel c of output m (lane 16c + m) to byte 3m + c.
@@ -199,7 +187,7 @@ along_x_vbmi(const uint8_t* in, const uint8_t* const* planes,
     for (int c = 0; c < C; ++c) {
       if constexpr (Planar) {
         const uint8_t* plane =
-          planes[c] + static_cast<size_t>(block_first[b] - v.col_lo);
+          planes[c] + static_cast<size_t>(block_first[b] - v.blocks.col_lo);
         t0 = _mm512_loadu_si512(plane);
         t1 = _mm512_loadu_si512(plane + 64);
       }
@@ -299,9 +287,9 @@ void horizontal(const cv::Mat& img, cv::Mat& wide, simd_path path) {
   // end through a padded copy.
   const auto bytes = static_cast<size_t>(img.cols) * img.elemSize();
   std::vector<uint8_t> padded;
-  const auto plane = static_cast<size_t>(v.col_hi - v.col_lo)
+  const auto plane = static_cast<size_t>(v.blocks.col_hi - v.blocks.col_lo)
                      + jpeg_region::read_ahead;
-  std::vector<uint8_t> split(C == 3 && v.planar ? 3 * plane : 0);
+  std::vector<uint8_t> split(C == 3 && v.blocks.planar ? 3 * plane : 0);
   for (int y = 0; y < img.rows; ++y) {
     const uint8_t* in = img.ptr<uint8_t>(y);
     uint8_t* out = wide.ptr<uint8_t>(y);
@@ -315,12 +303,12 @@ void horizontal(const cv::Mat& img, cv::Mat& wide, simd_path path) {
           in = padded.data();
         }
         if constexpr (C == 3) {
-          if (v.planar) {
+          if (v.blocks.planar) {
             uint8_t* to[3] = {split.data(), split.data() + plane,
                               split.data() + 2 * plane};
             resample_detail::split_channels_vbmi(
-              in + static_cast<size_t>(v.col_lo) * 3,
-              static_cast<size_t>(v.col_hi - v.col_lo), to);
+              in + static_cast<size_t>(v.blocks.col_lo) * 3,
+              static_cast<size_t>(v.blocks.col_hi - v.blocks.col_lo), to);
             const uint8_t* planes[3] = {to[0], to[1], to[2]};
             along_x_vbmi<C, true>(in, planes, t, v, wide.cols, out);
             continue;
@@ -385,11 +373,7 @@ bool pil_resize_uses_vbmi(int channels, int in_w, int out_w,
   if (!vbmi_for(channels, path) || in_w == out_w)
     return false;
   const auto t = coefficients(in_w, out_w);
-  // As tables_for: from the row, or from planes (stride 1) where some
-  // block does not fit the row.
-  auto starts = vbmi_block_starts(t.first, t.count, channels);
-  if (std::find(starts.begin(), starts.end(), -1) != starts.end())
-    starts = vbmi_block_starts(t.first, t.count, 1);
+  auto starts = plan_vbmi_blocks(t.first, t.count, channels).starts;
   return std::any_of(starts.begin(), starts.end(),
                      [](int s) { return s >= 0; });
 }

@@ -102,17 +102,12 @@ struct x_plan {
   std::vector<int16_t> fixed; // `taps` a row (even; zeros past count)
   int taps = 0;
   int pairs = 0;
-  int col_lo = 0; // the columns any tap reads: [col_lo, col_hi)
-  int col_hi = 0;
-  // The VBMI pass reads its tables from the row (channel c: the indices
-  // plus c), or with `planar` from each channel's plane of it. Per block
-  // of 16 outputs: the column its 128-byte table starts at, or -1 where
-  // its taps span more (the portable loop makes it). Per block and pair of
-  // taps: the permute's 64 index bytes (byte 4m: the first tap of output
-  // m, 4m + 2 the second; odd bytes zeroed by the mask), and the 16
+  // Where the VBMI pass reads its tables (the row, channel c's indices
+  // plus c, or each channel's plane: plan_vbmi_blocks). Per block and
+  // pair of taps: the permute's 64 index bytes (byte 4m: the first tap of
+  // output m, 4m + 2 the second; odd bytes zeroed by the mask), and the 16
   // outputs' two weights as int32 lanes (the low word the first tap's).
-  bool planar = false;
-  std::vector<int> block_first;
+  vbmi_blocks blocks;
   std::vector<uint8_t> index;
   std::vector<int32_t> pair_weights;
 };
@@ -151,26 +146,19 @@ x_plan x_plan_for(const filter_bank& f, bool flip, bool byte_tables) {
                        p.fixed.begin() + static_cast<long>((a + 1) * t),
                        p.fixed.begin() + static_cast<long>(b * t));
   }
-  p.col_lo = *std::min_element(p.first.begin(), p.first.end());
-  for (size_t x = 0; x < n; ++x)
-    p.col_hi = std::max(p.col_hi, p.first[x] + p.count[x]);
   if (!byte_tables)
     return p;
   const size_t blocks = n / block;
   const auto pairs = static_cast<size_t>(p.pairs);
   // From the row itself where every block's taps fit 128 bytes of it
   // (shrinks up to about 2.2 for three channels), else from planes.
-  p.block_first = vbmi_block_starts(p.first, p.count, C);
-  p.planar = C > 1 && std::find(p.block_first.begin(), p.block_first.end(),
-                                -1) != p.block_first.end();
-  if (p.planar)
-    p.block_first = vbmi_block_starts(p.first, p.count, 1);
-  const int stride = p.planar ? 1 : C;
+  p.blocks = plan_vbmi_blocks(p.first, p.count, C);
+  const int stride = p.blocks.planar ? 1 : C;
   p.index.assign(blocks * pairs * 64, 0);
   p.pair_weights.assign(blocks * pairs * block, 0);
   for (size_t b = 0; b < blocks; ++b) {
     const auto* first = p.first.data() + b * block;
-    const int least = p.block_first[b];
+    const int least = p.blocks.starts[b];
     if (least < 0)
       continue;
     for (size_t m = 0; m < block; ++m) {
@@ -258,9 +246,9 @@ weigh_block_vbmi(const uint8_t* const* planes, size_t at,
   }
 }
 
-// The VBMI twin: each channel from its plane (`planes[c]`, holding columns
-// [p.col_lo, p.col_hi) of the row with jpeg_region::read_ahead readable
-// bytes after them, which a block's table may take in; a tap there
+// The VBMI twin: each channel from its plane (`planes[c]`, holding the
+// plan's columns of the row with jpeg_region::read_ahead readable bytes
+// after them, which a block's table may take in; a tap there
 // weighs 0); blocks whose taps span more, and the outputs after the last
 // whole block, from the row itself as the portable twin does.
 template <int C, int Pairs, bool Planar>
@@ -269,12 +257,12 @@ weigh_along_x_vbmi(const uint8_t* row, const uint8_t* const* planes,
                    const x_plan& p, int n, float* const* out) {
   // Local copies: the stores below could alias the plan's vectors for all
   // the compiler knows.
-  const int* block_first = p.block_first.data();
-  const size_t blocks = p.block_first.size();
+  const int* block_first = p.blocks.starts.data();
+  const size_t blocks = p.blocks.starts.size();
   const uint8_t* index = p.index.data();
   const int32_t* weights = p.pair_weights.data();
   const auto pairs = static_cast<size_t>(p.pairs);
-  const int col_lo = p.col_lo;
+  const int col_lo = p.blocks.col_lo;
   for (size_t b = 0; b < blocks; ++b) {
     const int x = static_cast<int>(b) * block;
     if (block_first[b] < 0) {
@@ -405,7 +393,7 @@ resample_pass antialiased(const jpeg_region& r, const pixel_finish& finish,
   vbmi = path == simd_path::avx512 && supports_byte_permutes();
 #endif
   const auto p = x_plan_for<C>(xs, finish.flip, vbmi);
-  vbmi = vbmi && std::any_of(p.block_first.begin(), p.block_first.end(),
+  vbmi = vbmi && std::any_of(p.blocks.starts.begin(), p.blocks.starts.end(),
                              [](int f) { return f >= 0; });
   using weigh_y_fn = void (*)(const float* const*, const float*, int, float,
                               float, float*, size_t);
@@ -430,9 +418,9 @@ resample_pass antialiased(const jpeg_region& r, const pixel_finish& finish,
   std::vector<int> held(slots, -1);
   // The VBMI pass's planes of a three-channel row (one channel's plane is
   // the row).
-  const auto plane = static_cast<size_t>(p.col_hi - p.col_lo)
+  const auto plane = static_cast<size_t>(p.blocks.col_hi - p.blocks.col_lo)
                      + jpeg_region::read_ahead;
-  std::vector<uint8_t> split(p.planar && vbmi ? 3 * plane : 0);
+  std::vector<uint8_t> split(p.blocks.planar && vbmi ? 3 * plane : 0);
   auto row = [&](int y) -> const float* {
     const auto slot = static_cast<size_t>(y) % slots;
     float* rows = ring.data() + slot * C * n;
@@ -445,13 +433,15 @@ resample_pass antialiased(const jpeg_region& r, const pixel_finish& finish,
     const uint8_t* in = r.pixels.ptr<uint8_t>(y);
 #if defined(__x86_64__)
     if (vbmi) { // reads ahead: see jpeg_region::pixels
-      const uint8_t* planes[C] = {in + static_cast<size_t>(p.col_lo) * C};
+      const auto& cols = p.blocks;
+      const uint8_t* planes[C] = {in + static_cast<size_t>(cols.col_lo) * C};
       if constexpr (C == 3) {
-        if (p.planar) {
+        if (cols.planar) {
           uint8_t* to[3] = {split.data(), split.data() + plane,
                             split.data() + 2 * plane};
           split_channels_vbmi(planes[0],
-                              static_cast<size_t>(p.col_hi - p.col_lo), to);
+                              static_cast<size_t>(cols.col_hi - cols.col_lo),
+                              to);
           for (int c = 0; c < 3; ++c)
             planes[c] = to[c];
           weigh_along_x_vbmi_any<C, true>(in, planes, p, out_w, per_channel);

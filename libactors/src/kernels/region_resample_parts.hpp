@@ -78,28 +78,51 @@ struct tap_bank {
   int most = 0;
 };
 
-/// For the VBMI x passes (16 outputs a step, their taps fetched by byte
-/// permutes from 128 bytes of the row): per block of 16 outputs, of
-/// `channels`-byte pixels, the first source column its taps read, or -1
-/// where they span more than the 128 bytes (`first[x]`, `count[x]`: output
-/// x's first tap and tap count).
-inline std::vector<int> vbmi_block_starts(const std::vector<int>& first,
-                                          const std::vector<int>& count,
-                                          int channels) {
+/// Where the VBMI x passes (16 outputs a step, their taps fetched by byte
+/// permutes from 128 bytes) read their tables, for outputs whose taps are
+/// `first[x]`, `count[x]`, of `channels`-byte pixels: from the row where
+/// every block's taps fit 128 bytes of it, else (`planar`) from each
+/// channel's plane of columns [col_lo, col_hi). Per block of 16 outputs,
+/// `starts`: the first source column its taps read, or -1 where they span
+/// more than 128 bytes even so (the portable loop makes that block).
+struct vbmi_blocks {
+  std::vector<int> starts;
+  bool planar = false;
+  int col_lo = 0;
+  int col_hi = 0;
+};
+
+inline vbmi_blocks plan_vbmi_blocks(const std::vector<int>& first,
+                                    const std::vector<int>& count,
+                                    int channels) {
   constexpr int block = 16;
-  std::vector<int> starts(first.size() / block, -1);
-  for (size_t b = 0; b < starts.size(); ++b) {
-    const int* f = first.data() + b * block;
-    const int* n = count.data() + b * block;
-    const int least = *std::min_element(f, f + block);
-    bool fits = true;
-    for (int m = 0; m < block; ++m)
-      fits = fits && (f[m] - least + n[m]) * channels
-                       <= jpeg_region::read_ahead;
-    if (fits)
-      starts[b] = least;
-  }
-  return starts;
+  auto starts_for = [&](int stride) {
+    std::vector<int> starts(first.size() / block, -1);
+    for (size_t b = 0; b < starts.size(); ++b) {
+      const int* f = first.data() + b * block;
+      const int* n = count.data() + b * block;
+      const int least = *std::min_element(f, f + block);
+      bool fits = true;
+      for (int m = 0; m < block; ++m)
+        fits = fits && (f[m] - least + n[m]) * stride
+                         <= jpeg_region::read_ahead;
+      if (fits)
+        starts[b] = least;
+    }
+    return starts;
+  };
+  vbmi_blocks v;
+  v.starts = starts_for(channels);
+  v.planar = channels > 1
+             && std::find(v.starts.begin(), v.starts.end(), -1)
+                  != v.starts.end();
+  if (v.planar)
+    v.starts = starts_for(1);
+  if (!first.empty())
+    v.col_lo = *std::min_element(first.begin(), first.end());
+  for (size_t x = 0; x < first.size(); ++x)
+    v.col_hi = std::max(v.col_hi, first[x] + count[x]);
+  return v;
 }
 
 #if defined(__x86_64__)
