@@ -25,6 +25,7 @@ rank 0 evaluates after each epoch, as the C++ trainer does.
 import argparse
 import hashlib
 import json
+import logging
 import os
 import sys
 import time
@@ -74,6 +75,9 @@ def main():
     ap.add_argument("--tls-dir", help="this node's TLS files (tls.dir)")
     ap.add_argument("--result", help="write the final figures as JSON here")
     args = ap.parse_args()
+    # Stoker's lines (joining, the group, the run's end) go to the logger
+    # "stoker"; shown here as a node shows them.
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.manual_seed(0)
     torch.set_num_threads(1)
 

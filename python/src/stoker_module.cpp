@@ -14,6 +14,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -25,6 +27,7 @@
 #include <caf/actor_system.hpp>
 
 #include "stoker/errors.hpp"
+#include "stoker/log.hpp"
 #include "stoker/node_main.hpp"
 #include "config/run_config.hpp"
 #include "core/checksum.hpp"
@@ -34,6 +37,7 @@
 #include "node/node_config.hpp"
 #include "node/node_links.hpp"
 #include "node/roles.hpp"
+#include "node/run_outcome.hpp"
 #include "train/batch_feed.hpp"
 #include "train/checkpoint.hpp"
 #include "train/group_store.hpp"
@@ -65,6 +69,82 @@ struct batch_meta {
   std::vector<uint64_t> checksums;
 };
 
+/// A run's lines on their way to Python's logging: the node's sink puts
+/// them here from any thread; the package's pump thread takes them (take,
+/// the GIL released while it waits) and hands them to the logger
+/// "stoker". Closed when the run's actor system is down or its session
+/// is gone; lines past max_lines waiting are counted, not kept (a pump
+/// that stopped must not grow the process without bound).
+class line_queue {
+public:
+  static constexpr size_t max_lines = 10000;
+
+  /// Python's logging level of `level` (logging.DEBUG ... logging.ERROR).
+  static int python_level(log_level level) {
+    switch (level) {
+      case log_level::debug:
+        return 10;
+      case log_level::info:
+        return 20;
+      case log_level::warning:
+        return 30;
+      case log_level::error:
+        break;
+    }
+    return 40;
+  }
+
+  void put(log_level level, std::string_view text) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    if (lines_.size() >= max_lines) {
+      ++dropped_;
+      return;
+    }
+    lines_.emplace_back(python_level(level), std::string{text});
+    ready_.notify_one();
+  }
+
+  void close() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    closed_ = true;
+    ready_.notify_all();
+  }
+
+  /// The lines waiting, after up to `timeout_ms` for one (GIL released),
+  /// and whether more may come: ([(level, text), ...], open).
+  py::tuple take(int64_t timeout_ms) {
+    std::deque<std::pair<int, std::string>> lines;
+    bool open = true;
+    {
+      py::gil_scoped_release unlocked;
+      std::unique_lock<std::mutex> guard{mutex_};
+      ready_.wait_for(guard, std::chrono::milliseconds(timeout_ms),
+                      [this] { return !lines_.empty() || closed_; });
+      lines.swap(lines_);
+      if (dropped_ > 0) {
+        lines.emplace_back(
+          python_level(log_level::warning),
+          "stoker: " + std::to_string(dropped_)
+            + " line(s) left out: the logging thread fell "
+            + std::to_string(max_lines) + " lines behind");
+        dropped_ = 0;
+      }
+      open = !closed_;
+    }
+    py::list out;
+    for (auto& [level, text] : lines)
+      out.append(py::make_tuple(level, text));
+    return py::make_tuple(out, open);
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::pair<int, std::string>> lines_;
+  uint64_t dropped_ = 0;
+  bool closed_ = false;
+};
+
 /// One Stoker run whose trainer is this process's Python loop: the whole
 /// pipeline here (role local: stoker.DataLoader), or a trainer node that
 /// joins a head (role trainer: stoker.Trainer). Made on the loop's thread;
@@ -84,6 +164,13 @@ public:
         "--help, --long-help and --dump-config print and exit; expected "
         "a run's settings");
     cfg_ = **loaded;
+    // Every line of the run goes to Python's logging (logger "stoker"),
+    // none to the process's standard streams.
+    node_config_.log = std::make_shared<const log_sink>(
+      log_origin{cfg_.node.name, to_string(cfg_.node.role)},
+      cfg_.node.log.level, [lines = lines_](const log_record& r) {
+        lines->put(r.level, r.text);
+      });
     if (cfg_.node.role != role_kind::local
         && cfg_.node.role != role_kind::trainer)
       throw std::invalid_argument(
@@ -111,6 +198,7 @@ public:
   /// reference: CAF's shutdown can wait on a peer that vanished), so this
   /// runs when both let go, on whichever thread let go last.
   ~session() {
+    lines_->close();
     if (runner_.joinable()) {
       if (runner_.get_id() == std::this_thread::get_id())
         runner_.detach(); // the run's own thread, at its very end
@@ -158,7 +246,7 @@ public:
       }
       return make_feed_engine(std::move(feed), std::move(pool));
     };
-    auto links = node_links::open(cfg_.node);
+    auto links = node_links::open(cfg_.node, node_config_.log);
     if (!links)
       throw std::invalid_argument(describe(links.error()));
     links_ = std::move(*links);
@@ -352,6 +440,9 @@ public:
   /// Whether the run has ended (its outcome is the next event).
   bool ended() const noexcept { return done_; }
 
+  /// Where the run's lines wait for Python's logging.
+  std::shared_ptr<line_queue> lines() const { return lines_; }
+
 private:
   std::shared_ptr<batch_feed> current_feed() const {
     std::lock_guard<std::mutex> guard{mutex_};
@@ -373,6 +464,7 @@ private:
         close_actor_store(*g->store);
     sys.reset();
     down_ = true;
+    lines_->close(); // nothing more to say
   }
 
   // A local run; its error, or why its report is not exactly once.
@@ -385,21 +477,11 @@ private:
     if (!cfg_.node.report_path.empty()) // --report, as stoker-node
       if (auto err = write_report(*report, cfg_.node.report_path))
         return err;
-    if (report->exactly_once())
-      return caf::none;
-    // Ended on purpose (the loop closed early): what was trained was
-    // trained once, the rest never was; the report says so.
-    if (report->status == "stopped" && report->duplicates == 0
-        && report->rejected_batches == 0)
-      return caf::none;
-    return make_error(errc::trainer_failure,
-                      report->first_error.empty()
-                        ? "the run did not deliver every sample exactly "
-                          "once (missing "
-                            + std::to_string(report->missing)
-                            + ", duplicates "
-                            + std::to_string(report->duplicates) + ")"
-                        : report->first_error);
+    // The verdict stoker-node's exit code says (node/run_outcome).
+    auto judged = judge_run(*report);
+    if (judged.verdict == run_verdict::failed)
+      return make_error(errc::trainer_failure, judged.reason);
+    return caf::none;
   }
 
   // A trainer node of a cluster; the run's report is the head's.
@@ -440,6 +522,7 @@ private:
     return down_;
   }
 
+  std::shared_ptr<line_queue> lines_ = std::make_shared<line_queue>();
   registry registry_;
   node_config node_config_;
   run_config cfg_;
@@ -506,6 +589,11 @@ PYBIND11_MODULE(_stoker, m) {
              + std::to_string(meta.batch_id) + ", "
              + std::to_string(meta.sample_ids.size()) + " samples)";
     });
+  py::class_<line_queue, std::shared_ptr<line_queue>>(
+    m, "LineQueue",
+    "A run's lines on their way to the logger 'stoker' (the package's "
+    "pump thread takes them)")
+    .def("take", &line_queue::take, py::arg("timeout_ms"));
   py::class_<session, std::shared_ptr<session>>(m, "Session")
     .def(py::init<std::vector<std::string>>(), py::arg("args"))
     .def("start", &session::start, py::arg("state") = py::none(),
@@ -523,7 +611,8 @@ PYBIND11_MODULE(_stoker, m) {
     .def("steps_per_epoch", &session::steps_per_epoch, py::arg("world"))
     .def_property_readonly("local", &session::local)
     .def_property_readonly("bytes_copied", &session::bytes_copied)
-    .def_property_readonly("ended", &session::ended);
+    .def_property_readonly("ended", &session::ended)
+    .def("lines", &session::lines);
   m.def("image_checksums", &image_checksums, py::arg("images"),
         "Stoker's checksum of each image of a float32 (N, ...) tensor");
 }

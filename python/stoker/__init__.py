@@ -12,12 +12,17 @@ a trainer whose step is your loop. A batch arrives as a torch tensor over
 the buffer a worker filled (no copy); it is acknowledged when the loop asks
 for the next one, so Stoker's exactly-once ledger, hedging and re-leases
 work as for its C++ trainers.
+
+Every line the run says (what stoker-node prints) goes to the `logging`
+logger "stoker", none to standard output: `logging.basicConfig(level=
+logging.INFO)` shows them; `log={"level": "warning"}` says fewer.
 """
 
 import atexit
 import json
+import logging
 import os
-import sys
+import threading
 import weakref
 
 import torch  # noqa: F401  (its libraries and tensor type, before _stoker)
@@ -93,11 +98,30 @@ def _flags(config_file, keys):
     return args
 
 
+_log = logging.getLogger("stoker")
+
+
 def _session(args):
     try:
         return _stoker.Session(args)
     except ValueError as err:
         raise ConfigError(str(err)) from None
+
+
+def _pump_lines(lines):
+    """Hands a run's lines to the logger "stoker" until the run is down."""
+    more = True
+    while more:
+        taken, more = lines.take(200)
+        for level, text in taken:
+            _log.log(level, text)
+
+
+def _start_pump(session):
+    pump = threading.Thread(target=_pump_lines, args=(session.lines(),),
+                            name="stoker-log", daemon=True)
+    pump.start()
+    return pump
 
 
 _open_loaders = weakref.WeakSet()
@@ -126,6 +150,7 @@ class _Loop:
 
     def __init__(self, args):
         self._session = _session(args)
+        self._pump = _start_pump(self._session)
         self._state = None
         self._started = False
         self._holding = False
@@ -268,9 +293,10 @@ class _Loop:
                               f"{self.epochs} epoch(s) done)", stopped=True)
                 return
         if not self._session.join(20.0):
-            print("stoker: the run ended, but its network shutdown is still "
-                  "waiting after 20 s (a peer that went away); going on",
-                  file=sys.stderr, flush=True)
+            _log.warning("stoker: the run ended, but its network shutdown "
+                         "is still waiting after 20 s (a peer that went "
+                         "away); going on")
+        self._pump.join(2.0)  # its last lines, before close() returns
         _open_loaders.discard(self)
         if self._error:
             raise RunFailed(self._error, self.report)
@@ -308,6 +334,7 @@ class _Loop:
         if self._started and not self._finished:
             self._session.close(reason, stopped)
             self._session.join(30.0)
+            self._pump.join(2.0)
             self._finished = True
         _open_loaders.discard(self)
 

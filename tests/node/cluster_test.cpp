@@ -1,5 +1,10 @@
 #include <boost/test/unit_test.hpp>
 
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
 #include "config/run_config.hpp"
 #include "node/membership.hpp"
 
@@ -166,6 +171,54 @@ BOOST_AUTO_TEST_CASE(launched_cluster_delivers_every_sample_once) {
   BOOST_TEST(batches["worker-b/0"] > 0);
   BOOST_TEST(batches["worker-a/0"] + batches["worker-b/0"] == 16);
   std::remove(report.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(with_log_format_json_every_line_is_one_object) {
+  const std::vector<std::string> json = {"--log.format=json"};
+  auto head = start_head("json", with_small({"--cluster.nodes=[\"t-0:trainer\""
+                                             ", \"w-a:worker:1\"]",
+                                             "--pipeline.dataset-size=96",
+                                             "--pipeline.batch-size=16",
+                                             "--log.format=json"}));
+  auto trainer = start_member(head.at, "json", "trainer", "t-0",
+                              with_small(json));
+  auto worker = start_member(head.at, "json", "worker", "w-a",
+                             {"--worker.count=1", "--log.format=json"});
+  BOOST_TEST(wait_exit(head.proc, 120s) == 0, read_file(head.proc.log));
+  BOOST_TEST(wait_exit(trainer, 20s) == 0);
+  BOOST_TEST(wait_exit(worker, 20s) == 0);
+  const std::regex utc{R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)"};
+  struct node_log {
+    child* proc;
+    std::string node, role;
+    std::string expected; // a line this node always says
+  };
+  for (auto& n : {node_log{&head.proc, "", "head", " node(s) joined, running"},
+                  node_log{&trainer, "t-0", "trainer", "exits; peak RSS"},
+                  node_log{&worker, "w-a", "worker", "exits; peak RSS"}}) {
+    auto text = read_file(n.proc->log);
+    std::istringstream lines{text};
+    std::string line;
+    size_t count = 0;
+    bool expected_seen = false;
+    while (std::getline(lines, line)) {
+      if (line.empty())
+        continue;
+      ++count;
+      nlohmann::json j;
+      BOOST_REQUIRE_NO_THROW(j = nlohmann::json::parse(line));
+      BOOST_TEST(std::regex_match(j.at("ts").get<std::string>(), utc), line);
+      auto level = j.at("level").get<std::string>();
+      BOOST_TEST((level == "info" || level == "warning"), line);
+      BOOST_TEST(j.at("role").get<std::string>() == n.role, line);
+      if (!n.node.empty())
+        BOOST_TEST(j.at("node").get<std::string>() == n.node, line);
+      expected_seen |= j.at("msg").get<std::string>().find(n.expected)
+                       != std::string::npos;
+    }
+    BOOST_TEST(count > 2u, n.role << ": " << text);
+    BOOST_TEST(expected_seen, n.role << ": " << text);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_joining_late_still_receives_work) {

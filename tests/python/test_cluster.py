@@ -145,6 +145,8 @@ def sim_head_args(extra=()):
 
 LOOP = """
 import stoker, sys, time
+import logging
+logging.basicConfig(level=logging.INFO, format="%(message)s")
 t = stoker.Trainer(head=sys.argv[1], name=sys.argv[2])
 print("rank", t.rank, "of", t.world_size, flush=True)
 for i, (x, y) in enumerate(t):
@@ -183,6 +185,8 @@ def test_a_killed_python_trainer_ends_the_run_naming_it(cluster_dir):
 
 NO_HEAD = """
 import socket, stoker, sys, time
+import logging
+logging.basicConfig(level=logging.INFO, format="%(message)s")
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 port = s.getsockname()[1]
@@ -219,6 +223,8 @@ def test_a_head_nobody_listens_on_raises_the_reason_within_the_timeout():
 
 DDP_LOOP = """
 import stoker, sys, time, torch
+import logging
+logging.basicConfig(level=logging.INFO, format="%(message)s")
 import torch.nn as nn
 t = stoker.Trainer(head=sys.argv[1], name=sys.argv[2])
 t.init_process_group()
@@ -288,6 +294,8 @@ def test_an_exception_in_a_python_trainer_names_the_lost_node(cluster_dir):
 
 TRAIN_ALL = """
 import stoker, sys
+import logging
+logging.basicConfig(level=logging.INFO, format="%(message)s")
 keys = {"tls": {"dir": sys.argv[3]}} if sys.argv[3] != "-" else {}
 t = stoker.Trainer(head=sys.argv[1], name=sys.argv[2], **keys)
 print("rank", t.rank, "of", t.world_size, flush=True)
@@ -334,6 +342,8 @@ def test_a_python_trainer_joins_a_tls_cluster_with_its_node_keys(cluster_dir):
 
 PART = """
 import pickle, stoker, sys
+import logging
+logging.basicConfig(level=logging.INFO, format="%(message)s")
 head, out, state_in, stop_after = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 state = pickle.load(open(state_in, "rb")) if state_in != "-" else None
 t = stoker.Trainer(head=head, name="t-0", state=state)
@@ -401,6 +411,8 @@ def test_a_python_trainer_goes_on_from_its_state_dict(cluster_dir):
 
 GROUP_PART = """
 import os, pickle, stoker, sys, time
+import logging
+logging.basicConfig(level=logging.INFO, format="%(message)s")
 head, name, out, state_in, stop_after = sys.argv[1:6]
 stop_after = int(stop_after)
 state = pickle.load(open(state_in, "rb")) if state_in != "-" else None

@@ -1,5 +1,6 @@
 """stoker.DataLoader: a local run whose trainer is this Python loop."""
 
+import logging
 import os
 import signal
 import subprocess
@@ -27,6 +28,29 @@ def iterate(loader, epochs=None):
                          stoker.image_checksums(images), labels.tolist(),
                          list(info.checksums)))
     return seen
+
+
+def test_the_runs_lines_go_to_the_logger_stoker_not_to_stdout(capfd,
+                                                               caplog):
+    caplog.set_level(logging.DEBUG, logger="stoker")
+    keys = small_run(pipeline={"epochs": 1}, trainer={"log_every": 4})
+    with stoker.DataLoader(**keys) as loader:
+        for _ in loader:
+            pass
+    out, err = capfd.readouterr()
+    said = [r for r in caplog.records if r.name == "stoker"]
+    steps = [r for r in said if r.getMessage().startswith("Iteration 4:")]
+    assert len(steps) == 1 and steps[0].levelno == logging.INFO, \
+        [r.getMessage() for r in said]
+    assert "Iteration" not in out + err, out + err
+    # log.level filters where the lines are said, before Python's logging
+    caplog.clear()
+    keys["log"] = {"level": "warning"}
+    with stoker.DataLoader(**keys) as loader:
+        for _ in loader:
+            pass
+    assert not [r for r in caplog.records
+                if r.name == "stoker" and r.levelno < logging.WARNING]
 
 
 def test_two_epochs_deliver_every_sample_once_with_its_bits_and_label():

@@ -20,6 +20,7 @@
 #include <caf/expected.hpp>
 
 #include "stoker/enum_names.hpp"
+#include "stoker/log.hpp"
 
 namespace stoker {
 
@@ -212,6 +213,12 @@ struct trainer_local_spec {
   bool recheck_images = false;
 };
 
+/// How this node writes its lines (log.*).
+struct log_spec {
+  log_level level = log_level::info;    ///< this level and above are said
+  log_format format = log_format::text; ///< stoker-node's standard streams
+};
+
 // -- one node's own settings -------------------------------------------------
 
 /// What stays with each node: its role, name and addresses, its consoles,
@@ -226,6 +233,7 @@ struct node_options {
   tls_spec tls;         ///< this node's certificate, key and the cluster's CA
   console_spec console; ///< the head's or local node's consoles
   metrics_spec metrics; ///< the head's or local node's HTTP endpoints
+  log_spec log;         ///< the level and format of this node's lines
   std::string report_path; ///< empty: no JSON report
   progress_mode progress = progress_mode::automatic;
   bool resume = false; ///< the trainer continues from its last checkpoint

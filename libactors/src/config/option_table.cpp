@@ -115,6 +115,14 @@ std::vector<option_decl> make_table() {
     .duration("refresh", node_at<&N::metrics, &metrics_spec::refresh>,
               "look at the job at most this often, however many scrape: "
               "every request is served the latest look")
+    // -- log
+    .section("log")
+    .choice("level", node_at<&N::log, &log_spec::level>,
+            "say lines of this level and above (each node its own)")
+    .choice("format", node_at<&N::log, &log_spec::format>,
+            "text: the lines as said; json: one object a line with ts "
+            "(UTC), level, node, role and msg, for a log collector (the "
+            "progress line is off)")
     // -- node
     .section("node")
     .text("name", node_at<&N::name>, "this node's name in the cluster (unique)")

@@ -149,6 +149,8 @@ caf::expected<run_config> read_run_config(const caf::settings& content) {
 bool shows_progress(const node_options& node) {
   if (node.role != role_kind::head && node.role != role_kind::local)
     return false;
+  if (node.log.format == log_format::json) // a collector reads whole lines
+    return false;
   return node.progress == progress_mode::on
          || (node.progress == progress_mode::automatic
              && ::isatty(STDOUT_FILENO) == 1);

@@ -20,7 +20,8 @@ namespace stoker {
 caf::expected<run_config> read_run_config(const caf::settings& content);
 
 /// Whether this process shows the progress line: a head or local node
-/// with --progress=on, or auto and standard output a terminal. A local
+/// with --progress=on, or auto and standard output a terminal, and its
+/// lines not JSON (log.format). A local
 /// run's trainer then leaves out its Iteration lines.
 bool shows_progress(const node_options& node);
 

@@ -1,6 +1,6 @@
 #include "console/node_consoles.hpp"
 
-#include <iostream>
+#include "core/system_log.hpp"
 
 namespace stoker {
 
@@ -19,22 +19,21 @@ node_consoles::open(caf::actor_system& sys, const console_spec& spec,
     out.tcp_ = std::move(*tcp);
     auto front = gate::open(spec.bind, spec.port, out.tcp_->port(),
                             service_gate_options("the console port",
-                                                 std::move(tls)));
+                                                 std::move(tls),
+                                                 shared_log_of(sys)));
     if (!front)
       return std::move(front.error());
     out.gate_ = std::move(*front);
-    std::cout << who << ": console on " << spec.bind << ":"
-              << out.gate_->port()
-              << " over mutual TLS (tools/stoker-console --tls.dir=DIR)"
-              << std::endl;
+    log_to(sys) << who << ": console on " << spec.bind << ":"
+                << out.gate_->port()
+                << " over mutual TLS (tools/stoker-console --tls.dir=DIR)";
   } else if (spec.port != 0) {
     auto tcp = console_server::start(sys, spec, target);
     if (!tcp)
       return std::move(tcp.error());
     out.tcp_ = std::move(*tcp);
-    std::cout << who << ": console on " << spec.bind << ":"
-              << out.tcp_->port() << " (nc or tools/stoker-console)"
-              << std::endl;
+    log_to(sys) << who << ": console on " << spec.bind << ":"
+                << out.tcp_->port() << " (nc or tools/stoker-console)";
   }
   if (spec.terminal) {
     auto terminal = terminal_console::start(sys, std::move(target));

@@ -11,6 +11,10 @@ void write_line(int fd, std::string_view text) {
   std::string line{text};
   if (line.empty() || line.back() != '\n')
     line += '\n';
+  write_text(fd, line);
+}
+
+void write_text(int fd, std::string_view line) {
   // Pipes and terminals take up to PIPE_BUF bytes atomically; a longer
   // line may interleave only with another over that size.
   size_t at = 0;

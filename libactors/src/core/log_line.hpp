@@ -11,4 +11,8 @@ namespace stoker {
 /// (nothing can be said about failing to say something).
 void write_line(int fd, std::string_view text);
 
+/// Writes `text` as it is (no newline added) to `fd` in one write(): a
+/// terminal's display (the progress line), which is not a log line.
+void write_text(int fd, std::string_view text);
+
 } // namespace stoker

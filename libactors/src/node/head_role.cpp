@@ -23,6 +23,7 @@
 #include "routing/source_actor.hpp"
 #include "train/checkpoint.hpp"
 #include "train/group_store.hpp"
+#include "core/system_log.hpp"
 
 namespace stoker {
 
@@ -67,8 +68,9 @@ void shut_down_nodes(caf::scoped_actor& self, const roster& members) {
     self->request(control, std::chrono::seconds(5), shutdown_atom::value)
       .receive([](done_atom) {},
                [&](caf::error& err) {
-                 std::cerr << "head: a node did not confirm shutdown: "
-                           << describe(err) << std::endl;
+                 log_to(self->system(), log_level::warning)
+                   << "head: a node did not confirm shutdown: "
+                   << describe(err);
                });
 }
 
@@ -112,8 +114,9 @@ form_group(caf::scoped_actor& self, const router_actor& router,
     return failure;
   }
   self->send(front_door, world_atom::value, world, store);
-  std::cout << "head: " << world << " trainer(s), " << plan.steps_per_epoch
-            << " global step(s) per epoch";
+  auto line = log_to(self->system());
+  line << "head: " << world << " trainer(s), " << plan.steps_per_epoch
+       << " global step(s) per epoch";
   for (uint32_t rank = 0; rank < world; ++rank) {
     auto& where = places[order[rank]];
     group_spec g;
@@ -121,13 +124,13 @@ form_group(caf::scoped_actor& self, const router_actor& router,
     g.world = world;
     g.store = caf::actor_cast<caf::actor>(store);
     g.node = where.node;
-    std::cout << (rank == 0 ? ": " : ", ") << "rank " << rank << " = "
-              << where.node << "/" << where.index;
+    line << (rank == 0 ? ": " : ", ") << "rank " << rank << " = "
+         << where.node << "/" << where.index;
     self->send(router, g, members.trainers[order[rank]]);
     self->send(members.trainers[order[rank]], std::move(g));
   }
-  std::cout << std::endl;
-  return store;
+  return store; // the line is said as it goes out of scope
+
 }
 
 // The settings that make a run the same run (a resumed head must have
@@ -189,28 +192,28 @@ caf::expected<router_journal> open_journal(const run_config& cfg) {
 
 int head_role_main(caf::actor_system& sys, const run_config& cfg,
                    node_links& links) {
-  print_banner(cfg);
+  print_banner(cfg, log_of(sys));
   if (auto err = check_ports_free(cfg.node)) {
-    std::cerr << "stoker-node: refused: " << describe(err) << std::endl;
+    log_to(sys, log_level::error) << "stoker-node: refused: " << describe(err);
     return 2;
   }
   auto journal = open_journal(cfg);
   if (!journal) {
-    std::cerr << "stoker-node: " << describe(journal.error()) << std::endl;
+    log_to(sys, log_level::error)
+      << "stoker-node: " << describe(journal.error());
     return 2;
   }
   if (journal->resumed)
-    std::cout << "head: resuming the run journaled in "
-              << head_journal_path(journal->dir) << " ("
-              << journal->start.acked_batches
-              << " batch(es) acknowledged; head number "
-              << journal->start.heads
-              << "): its nodes rejoin with what they hold" << std::endl;
+    log_to(sys) << "head: resuming the run journaled in "
+                << head_journal_path(journal->dir) << " ("
+                << journal->start.acked_batches
+                << " batch(es) acknowledged; head number "
+                << journal->start.heads
+                << "): its nodes rejoin with what they hold";
   else if (!journal->dir.empty())
-    std::cout << "head: journaling the run in "
-              << head_journal_path(journal->dir)
-              << " (nodes outlive this head; start it again with --resume)"
-              << std::endl;
+    log_to(sys) << "head: journaling the run in "
+                << head_journal_path(journal->dir)
+                << " (nodes outlive this head; start it again with --resume)";
   epoch_source plan{cfg.pipeline.source};
   auto source = spawn_source(sys, cfg.pipeline.source);
   auto router = spawn_router(sys, source, cfg.pipeline.router,
@@ -229,10 +232,10 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   auto port = links.publish(sys, front_door, c.bind, c.port,
                             "the cluster port");
   if (!port) {
-    std::cerr << "stoker-node: " << describe(port.error())
-              << "; expected a free port (cluster.port) and a local address "
-                 "(cluster.bind)"
-              << std::endl;
+    log_to(sys, log_level::error)
+      << "stoker-node: " << describe(port.error())
+      << "; expected a free port (cluster.port) and a local address "
+         "(cluster.bind)";
     stop();
     return 1;
   }
@@ -243,14 +246,16 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   auto consoles = node_consoles::open(sys, cfg.node.console, target, "head",
                                       links.tls());
   if (!consoles) {
-    std::cerr << "stoker-node: " << describe(consoles.error()) << std::endl;
+    log_to(sys, log_level::error)
+      << "stoker-node: " << describe(consoles.error());
     stop();
     return 1;
   }
   auto observer = open_http_observer(sys, cfg.node.metrics, std::move(target),
                                      links.tls(), "head");
   if (!observer) {
-    std::cerr << "stoker-node: " << describe(observer.error()) << std::endl;
+    log_to(sys, log_level::error)
+      << "stoker-node: " << describe(observer.error());
     consoles = node_consoles{};
     stop();
     return 1;
@@ -258,12 +263,12 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   std::vector<std::string> expected;
   for (auto& node : c.nodes)
     expected.push_back(node.name);
-  std::cout << "head: listening on " << c.bind << ":" << *port
-            << ", waiting for " << expected.size() << " node(s): "
-            << joined_list(expected) << std::endl;
+  log_to(sys) << "head: listening on " << c.bind << ":" << *port
+              << ", waiting for " << expected.size() << " node(s): "
+              << joined_list(expected);
   if (!c.port_file.empty())
     if (auto err = write_port_file(c.port_file, *port)) {
-      std::cerr << "stoker-node: " << describe(err) << std::endl;
+      log_to(sys, log_level::error) << "stoker-node: " << describe(err);
       stop();
       return 1;
     }
@@ -272,18 +277,19 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
     .receive([](roster&) {}, [&](caf::error& err) { failure = err; });
   auto members = current_roster(self, front_door);
   if (failure) {
-    std::cerr << "stoker-node: timed out after " << c.join_timeout.count()
-              << " ms (cluster.join-timeout) waiting for nodes; missing: "
-              << joined_list(members.missing)
-              << "; joined: " << joined_list(members.nodes) << std::endl;
+    log_to(sys, log_level::error)
+      << "stoker-node: timed out after " << c.join_timeout.count()
+      << " ms (cluster.join-timeout) waiting for nodes; missing: "
+      << joined_list(members.missing)
+      << "; joined: " << joined_list(members.nodes);
     shut_down_nodes(self, members);
     stop();
     return 1;
   }
   if (members.trainers.empty()) {
-    std::cerr << "stoker-node: no trainer joined; expected a node started "
-                 "with --role=trainer among cluster.nodes"
-              << std::endl;
+    log_to(sys, log_level::error)
+      << "stoker-node: no trainer joined; expected a node started "
+         "with --role=trainer among cluster.nodes";
     shut_down_nodes(self, members);
     stop();
     return 1;
@@ -291,8 +297,9 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   auto group = form_group(self, router, front_door, members);
   if (!group) {
     bool refused = is(group.error(), errc::invalid_config);
-    std::cerr << "stoker-node: " << (refused ? "refused: " : "")
-              << describe(group.error()) << std::endl;
+    log_to(sys, log_level::error)
+      << "stoker-node: " << (refused ? "refused: " : "")
+      << describe(group.error());
     if (refused)
       for (auto& control : members.controls)
         self->send(control, run_refusal{describe(group.error())});
@@ -300,8 +307,8 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
     stop();
     return refused ? 2 : 1;
   }
-  std::cout << "head: " << members.nodes.size()
-            << " node(s) joined, running" << std::endl;
+  log_to(sys) << "head: " << members.nodes.size()
+              << " node(s) joined, running";
   std::optional<progress_reporter> progress;
   if (shows_progress(cfg.node))
     progress.emplace(sys, router);
@@ -322,7 +329,7 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   progress.reset(); // ends its line before the run's are printed
   if (result)
     result->data_damage = cfg.pipeline.data.damage;
-  int code = finish_run(result, cfg);
+  int code = finish_run(result, cfg, log_of(sys));
   // A rank whose peer died sees only its collective's error: every node
   // hears the reason before the shutdown.
   if (auto failed = run_failure_text(result); !failed.empty())
@@ -335,7 +342,7 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   stop();
   if (*group)
     self->send_exit(*group, caf::exit_reason::user_shutdown);
-  bound_shutdown(code, std::chrono::seconds(5));
+  bound_shutdown(code, std::chrono::seconds(5), shared_log_of(sys));
   return code;
 }
 

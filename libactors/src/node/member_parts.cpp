@@ -3,7 +3,7 @@
 #include <caf/send.hpp>
 
 #include "stoker/errors.hpp"
-#include "core/log_line.hpp"
+#include "core/system_log.hpp"
 #include "node/prepare_run.hpp"
 #include "train/step_engine.hpp"
 #include "train/trainer_actor.hpp"
@@ -97,7 +97,9 @@ start_trainer(caf::actor_system& sys, const run_config& cfg,
       stream_security{*token, links.tls(), cfg.node.cluster.connect_timeout},
       pool,
       [t = *trainer](image_batch&& b) { caf::anon_send(t, std::move(b)); },
-      [](const std::string& what) { write_line(2, "stoker-node: " + what); });
+      [log = shared_log_of(sys)](const std::string& what) {
+        log->warning("stoker-node: " + what);
+      });
     if (!stream)
       return fail("for batch streams", describe(stream.error()));
     where.data_port = (*stream)->port();

@@ -26,6 +26,7 @@
 #include "train/trainer_actor.hpp"
 #include "transport/batch_channel.hpp"
 #include "worker/worker_actor.hpp"
+#include "core/system_log.hpp"
 
 namespace stoker {
 
@@ -42,19 +43,18 @@ namespace {
 // Every batch this node makes or trains on comes from a pool, except those
 // CAF serializes (transport.batch-stream = false): into fresh buffers, whose
 // page faults malloc's huge pages make cheaper. Said once, at the start.
-void note_caf_batches(const run_config& cfg) {
+void note_caf_batches(const run_config& cfg, const log_sink& log) {
   if (cfg.pipeline.transport.batch_stream)
     return;
   auto env = std::getenv("GLIBC_TUNABLES");
   if (env != nullptr
       && std::string_view{env}.find("malloc.hugetlb") != std::string::npos)
     return;
-  std::cout << "stoker-node: note: transport.batch-stream = false: CAF "
-               "serializes every batch into fresh buffers, which Stoker's "
-               "pool cannot recycle; where page faults are slow (VMs), "
-               "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 makes that path about "
-               "4x faster (docs/speed.md)"
-            << std::endl;
+  log.info("stoker-node: note: transport.batch-stream = false: CAF "
+           "serializes every batch into fresh buffers, which Stoker's pool "
+           "cannot recycle; where page faults are slow (VMs), "
+           "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 makes that path about 4x "
+           "faster (docs/speed.md)");
 }
 
 // Trainers a node starts again (their group went back to a checkpoint)
@@ -129,19 +129,20 @@ rejoin_head(caf::actor_system& sys, caf::scoped_actor& self,
 
 namespace {
 
-// A line this node says on stderr when something fails, written whole as
+// A line this node says as an error when something fails, said whole as
 // it ends (the statement's end); the first one is kept in `first` (when
 // given) for an embedder, which raises it rather than an exit code.
 class said_failure {
 public:
-  explicit said_failure(std::string* first) : first_(first) {
+  said_failure(const log_sink& log, std::string* first)
+    : log_(log), first_(first) {
     // nop
   }
   said_failure(const said_failure&) = delete;
   said_failure& operator=(const said_failure&) = delete;
   ~said_failure() {
     auto text = line_.str();
-    write_line(2, text);
+    log_.error(text);
     const std::string prefix = "stoker-node: ";
     if (text.compare(0, prefix.size(), prefix) == 0)
       text.erase(0, prefix.size());
@@ -153,10 +154,9 @@ public:
     line_ << x;
     return *this;
   }
-  // std::endl: the line ends with the statement.
-  said_failure& operator<<(std::ostream& (*)(std::ostream&)) { return *this; }
 
 private:
+  const log_sink& log_;
   std::string* first_;
   std::ostringstream line_;
 };
@@ -169,18 +169,17 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
                const registry& reg, node_links& links,
                const trainer_hooks* hooks, std::string* failure,
                std::optional<std::vector<caf::actor>>& ran) {
-  auto fail = [failure] { return said_failure{failure}; };
+  auto fail = [failure, &sys] { return said_failure{log_of(sys), failure}; };
   auto& c = cfg.node.cluster;
-  std::cout << "stoker-node: role " << to_string(cfg.node.role) << ", node "
-            << cfg.node.name << ", head " << c.head_host << ":" << c.head_port
-            << std::endl;
+  log_to(sys)
+    << "stoker-node: role " << to_string(cfg.node.role) << ", node "
+    << cfg.node.name << ", head " << c.head_host << ":" << c.head_port;
   if (cfg.node.console.terminal || cfg.node.console.port != 0)
-    std::cout << "stoker-node: console.* ignored: the console runs on the "
-                 "head (attach to it there)"
-              << std::endl;
+    log_to(sys) << "stoker-node: console.* ignored: the console runs on the "
+                   "head (attach to it there)";
   auto head = connect_to_head(sys, c, links);
   if (!head) {
-    fail() << "stoker-node: " << describe(head.error()) << std::endl;
+    fail() << "stoker-node: " << describe(head.error());
     return 1;
   }
   caf::scoped_actor self{sys};
@@ -202,7 +201,7 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
              [&](caf::error& err) { hello = std::move(err); });
   if (!hello) {
     fail() << "stoker-node: the head did not take node '" << cfg.node.name
-              << "': " << describe(hello.error()) << std::endl;
+           << "': " << describe(hello.error());
     return 1;
   }
   // The head's pipeline is the one this node runs: refuse to join if this
@@ -213,29 +212,30 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
     err = check_batch_fits(hello->pipeline, physical_memory_bytes());
   if (err) {
     fail() << "stoker-node: node '" << cfg.node.name
-              << "' refuses to join: " << describe(err) << std::endl;
+           << "' refuses to join: " << describe(err);
     return 1;
   }
   // From here on this node runs the head's pipeline with its own settings.
   run_config mine{cfg.node, std::move(hello->pipeline)};
-  note_caf_batches(mine);
+  note_caf_batches(mine, log_of(sys));
   auto local = worker
                  ? start_workers(sys, self, mine, *hello, *head, reg, links)
                  : start_trainers(sys, self, mine, *hello, *head, reg, links,
                                   hooks);
   if (!local) {
-    fail() << "stoker-node: " << describe(local.error()) << std::endl;
+    fail() << "stoker-node: " << describe(local.error());
     return 1;
   }
-  std::cout << to_string(cfg.node.role) << " '" << cfg.node.name
-            << "' joined; "
-            << local->actors.size() << " actor(s) running";
-  for (auto port : local->ports)
-    std::cout << "; port " << cfg.node.cluster.bind << ":" << port;
-  for (auto& stream : local->streams)
-    std::cout << "; batch stream on " << cfg.node.cluster.bind << ":"
-              << stream->port();
-  std::cout << std::endl;
+  {
+    auto line = log_to(sys);
+    line << to_string(cfg.node.role) << " '" << cfg.node.name << "' joined; "
+         << local->actors.size() << " actor(s) running";
+    for (auto port : local->ports)
+      line << "; port " << cfg.node.cluster.bind << ":" << port;
+    for (auto& stream : local->streams)
+      line << "; batch stream on " << cfg.node.cluster.bind << ":"
+           << stream->port();
+  }
   int code = 0;
   uint32_t world = 0; // the group's size, once the head says
   uint32_t restarts = 0;
@@ -258,11 +258,11 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
         },
         [&](run_failure_note& note) {
           fail() << "stoker-node: the head says the run failed: "
-                 << note.reason << std::endl;
+                 << note.reason;
         },
         [&](run_refusal& refusal) {
           fail() << "stoker-node: the head refused the run: "
-                    << refusal.reason << std::endl;
+                 << refusal.reason;
           code = 2;
         },
         [&](trainer_endpoint& t) {
@@ -272,7 +272,8 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
             sys, t.host, t.port, "trainer '" + t.node + "'",
             c.connect_timeout);
           if (!direct) {
-            write_line(2, "stoker-node: " + describe(direct.error()));
+            log_of(sys).error("stoker-node: "
+                              + describe(direct.error()));
             return;
           }
           if (t.data_port != 0)
@@ -283,9 +284,8 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
         [&](caf::down_msg& msg) {
           if (msg.source == caf::actor_cast<caf::actor_addr>(*head)) {
             fail() << "stoker-node: the head at " << head_at
-                      << " went away before the run ended"
-                      << (msg.reason ? ": " + describe(msg.reason) : "")
-                      << std::endl;
+                   << " went away before the run ended"
+                   << (msg.reason ? ": " + describe(msg.reason) : "");
             head_lost = true;
             running = false;
             return;
@@ -307,15 +307,14 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
               || is(msg.reason, errc::invalid_config) || hooks != nullptr) {
             if (msg.reason && msg.reason != caf::exit_reason::user_shutdown)
               fail() << "stoker-node: trainer " << cfg.node.name << "/"
-                        << index << " stopped: " << describe(msg.reason)
-                        << std::endl;
+                     << index << " stopped: " << describe(msg.reason);
             return;
           }
           if (++restarts > max_trainer_restarts) {
             fail() << "stoker-node: trainer " << cfg.node.name << "/"
-                      << index << " stopped (" << describe(msg.reason)
-                      << ") after " << max_trainer_restarts
-                      << " restarts; not starting it again" << std::endl;
+                   << index << " stopped (" << describe(msg.reason)
+                   << ") after " << max_trainer_restarts
+                   << " restarts; not starting it again";
             return;
           }
           local->actors.erase(at);
@@ -329,13 +328,13 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
                                        *local, links, nullptr);
           if (!started) {
             fail() << "stoker-node: cannot start trainer " << cfg.node.name
-                      << "/" << index << " again: "
-                      << describe(started.error()) << std::endl;
+                   << "/" << index << " again: "
+                   << describe(started.error());
             return;
           }
-          std::cout << "trainer " << cfg.node.name << "/" << index
-                    << " stopped (" << describe(msg.reason)
-                    << "); started again to rejoin its group" << std::endl;
+          log_to(sys) << "trainer " << cfg.node.name << "/" << index
+                      << " stopped (" << describe(msg.reason)
+                      << "); started again to rejoin its group";
           self->monitor(started->first);
           local->indices.push_back(index);
           self->send(*head, join_atom::value, cfg.node.name,
@@ -345,10 +344,9 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
         [&](world_atom, uint32_t w) { world = w; },
         caf::after(silence) >> [&] {
           fail() << "stoker-node: the head at " << head_at
-                    << " has been silent for " << silence.count()
-                    << " ms (cluster.heartbeat-timeout): it is hung or cut "
-                       "off"
-                    << std::endl;
+                 << " has been silent for " << silence.count()
+                 << " ms (cluster.heartbeat-timeout): it is hung or cut "
+                    "off";
           head_lost = true;
           running = false;
         });
@@ -357,36 +355,33 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
     code = 1;
     if (!hello->resumable) {
       fail() << "stoker-node: node '" << cfg.node.name
-                << "' stops (the head keeps no journal: set "
-                   "cluster.state-dir on the head for nodes that outlive it)"
-                << std::endl;
+             << "' stops (the head keeps no journal: set "
+                "cluster.state-dir on the head for nodes that outlive it)";
       break;
     }
     if (world > 1) {
       fail() << "stoker-node: node '" << cfg.node.name
-                << "' stops: its data-parallel group met at the head's "
-                   "store, which went with it (start the run again, the "
-                   "trainers with --resume from the group's checkpoint)"
-                << std::endl;
+             << "' stops: its data-parallel group met at the head's "
+                "store, which went with it (start the run again, the "
+                "trainers with --resume from the group's checkpoint)";
       break;
     }
-    std::cout << "node '" << cfg.node.name
-              << "' keeps its work and tries to reach the head again for "
-              << c.connect_timeout.count() << " ms (cluster.connect-timeout)"
-              << std::endl;
+    log_to(sys) << "node '" << cfg.node.name
+                << "' keeps its work and tries to reach the head again for "
+                << c.connect_timeout.count() << " ms (cluster.connect-timeout)";
     auto back = rejoin_head(sys, self, mine, info, *local, head->node(),
                             links);
     if (!back) {
       fail() << "stoker-node: " << describe(back.error()) << "; node '"
-                << cfg.node.name << "' stops" << std::endl;
+             << cfg.node.name << "' stops";
       break;
     }
     head = std::move(back->first);
     hello = std::move(back->second);
     code = 0;
-    std::cout << to_string(cfg.node.role) << " '" << cfg.node.name
-              << "' rejoined the head at " << head_at << " with its "
-              << local->actors.size() << " actor(s)" << std::endl;
+    log_to(sys) << to_string(cfg.node.role) << " '" << cfg.node.name
+                << "' rejoined the head at " << head_at << " with its "
+                << local->actors.size() << " actor(s)";
   }
   // Stop the local actors and wait until they are gone, so the actor
   // system's shutdown has nothing left to wait for.
@@ -408,10 +403,10 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
     caf::after(std::chrono::seconds(5)) >> [&] { waiting = false; });
   if (alive > 0)
     fail() << "stoker-node: " << alive
-              << " local actor(s) did not stop within 5 s" << std::endl;
+           << " local actor(s) did not stop within 5 s";
   for (auto& stream : local->streams)
-    std::cout << "batch stream: " << stream->frames()
-              << " batch(es) received" << std::endl;
+    log_to(sys) << "batch stream: " << stream->frames()
+                << " batch(es) received";
   // Those that stopped; waiting for the rest to be destroyed would only
   // add to the 5 s (a trainer blocked handing a batch to a loop that never
   // takes it stops once its embedder closes the loop's feed).
@@ -437,22 +432,23 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   auto held = release_actors(sys, std::move(*ran),
                              std::chrono::seconds(3));
   if (held > 0)
-    write_line(2, "stoker-node: " + std::to_string(held)
-                    + " local actor(s) still held 3 s after they were told "
-                      "to stop; the shutdown may wait for them");
-  std::cout << to_string(cfg.node.role) << " '" << cfg.node.name
-            << "' exits; peak RSS "
-            << detail::peak_rss_bytes() / 1000000 << " MB" << std::endl;
+    log_of(sys).warning("stoker-node: " + std::to_string(held)
+                        + " local actor(s) still held 3 s after they were "
+                          "told to stop; the shutdown may wait for them");
+  log_to(sys) << to_string(cfg.node.role) << " '" << cfg.node.name
+              << "' exits; peak RSS "
+              << detail::peak_rss_bytes() / 1000000 << " MB";
   if (hooks == nullptr) // an embedding process ends itself
-    bound_shutdown(code, std::chrono::seconds(5));
+    bound_shutdown(code, std::chrono::seconds(5), shared_log_of(sys));
   return code;
 }
 
-void bound_shutdown(int code, std::chrono::seconds limit) {
-  std::thread{[code, limit] {
+void bound_shutdown(int code, std::chrono::seconds limit,
+                    std::shared_ptr<const log_sink> log) {
+  std::thread{[code, limit, log = std::move(log)] {
     std::this_thread::sleep_for(limit);
-    std::cerr << "stoker-node: shutdown took over " << limit.count()
-              << " s; exiting" << std::endl;
+    log->error("stoker-node: shutdown took over "
+               + std::to_string(limit.count()) + " s; exiting");
     std::_Exit(code);
   }}.detach();
 }

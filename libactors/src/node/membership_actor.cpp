@@ -10,6 +10,7 @@
 
 #include "stoker/errors.hpp"
 #include "node/membership.hpp"
+#include "core/system_log.hpp"
 
 namespace stoker {
 
@@ -61,7 +62,7 @@ welcome welcome_of(membership_ptr self) {
 void joined(membership_ptr self, const std::string& node) {
   auto& st = self->state;
   if (auto err = st.members.join(node, now_ms())) {
-    std::cout << "head: " << describe(err) << std::endl;
+    log_to(self->system()) << "head: " << describe(err);
     return;
   }
   st.current.nodes.push_back(node);
@@ -72,7 +73,7 @@ void joined(membership_ptr self, const std::string& node) {
     }
   // Straight to stdout (not through CAF's printer actor) so the line comes
   // before the head's own "running".
-  std::cout << "head: node '" << node << "' joined" << std::endl;
+  log_to(self->system()) << "head: node '" << node << "' joined";
   if (st.members.complete()) {
     for (auto& promise : st.waiting_for_all)
       promise.deliver(st.current);
@@ -123,7 +124,7 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
         r->state = "left";
         break;
       }
-    std::cout << "head: node '" << name << "' left" << std::endl;
+    log_to(self->system()) << "head: node '" << name << "' left";
   });
   return {
     [=](hello_atom, node_info& info) -> caf::result<welcome> {
@@ -134,11 +135,12 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
                             + "' has already joined; expected a unique "
                               "--node.name per node");
       bool worker = info.role == role_kind::worker;
-      std::cout << "head: hello from " << to_string(info.role) << " '"
-                << info.name << "' (" << info.cores << " cores"
-                << (worker ? ", " + std::to_string(info.workers) + " workers"
-                           : ", device " + info.device)
-                << ")" << std::endl;
+      log_to(self->system())
+        << "head: hello from " << to_string(info.role) << " '"
+        << info.name << "' (" << info.cores << " cores"
+        << (worker ? ", " + std::to_string(info.workers) + " workers"
+                   : ", device " + info.device)
+        << ")";
       s.hellos[info.name] = info;
       node_row row;
       row.name = info.name;
@@ -215,9 +217,9 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
           auto at = std::find(s.ranks.begin(), s.ranks.end(),
                               std::make_pair(node, places[i].index));
           if (at == s.ranks.end()) {
-            std::cout << "head: trainer " << node << "/" << places[i].index
-                      << " is not a rank of the group; it gets no work"
-                      << std::endl;
+            log_to(self->system())
+              << "head: trainer " << node << "/" << places[i].index
+              << " is not a rank of the group; it gets no work";
             continue;
           }
           auto rank = static_cast<uint32_t>(at - s.ranks.begin());
@@ -230,9 +232,10 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
           g.store = caf::actor_cast<caf::actor>(s.store);
           g.node = node;
           g.generation = s.generation;
-          std::cout << "head: rank " << rank << " (" << node << "/"
-                    << places[i].index << ") rejoins the group (forming "
-                    << s.generation << ")" << std::endl;
+          log_to(self->system())
+            << "head: rank " << rank << " (" << node << "/"
+            << places[i].index << ") rejoins the group (forming "
+            << s.generation << ")";
           caf::anon_send(s.router, g, trainers[i]);
           caf::anon_send(trainers[i], std::move(g));
         }
@@ -278,9 +281,10 @@ membership_fn(membership_ptr self, run_config cfg, router_actor router) {
       // group's failure names it, not the rank left waiting for it.
       auto limit = s.pipeline.router.heartbeat_timeout.count();
       for (auto& quiet : s.members.newly_silent(now_ms(), limit)) {
-        std::cout << "head: node '" << quiet.name << "' has not answered for "
-                  << quiet.silent_ms << " ms (cluster.heartbeat-timeout = "
-                  << limit << " ms): hung, stopped or cut off" << std::endl;
+        log_to(self->system())
+          << "head: node '" << quiet.name << "' has not answered for "
+          << quiet.silent_ms << " ms (cluster.heartbeat-timeout = "
+          << limit << " ms): hung, stopped or cut off";
         self->send(s.router,
                    node_silent{quiet.name,
                                static_cast<uint64_t>(quiet.silent_ms)});

@@ -11,6 +11,7 @@
 #include <caf/expected.hpp>
 
 #include "stoker/options.hpp"
+#include "core/system_log.hpp"
 
 namespace stoker {
 
@@ -19,8 +20,10 @@ class registry;
 /// CAF's actor-system configuration plus every Stoker key of the option
 /// table (config/option_table.hpp), so that each key can be set in the INI
 /// file or as a command-line flag (`--router.policy=round-robin`).
-/// Registers Stoker's message types.
-class node_config : public caf::actor_system_config {
+/// Registers Stoker's message types. Carries the node's log sink (`log`,
+/// set by whoever runs the node before the actor system is made), which
+/// its actors reach through log_of.
+class node_config : public caf::actor_system_config, public log_carrier {
 public:
   node_config();
 

@@ -1,15 +1,14 @@
 #include "node/node_links.hpp"
 
 #include <algorithm>
-#include <iostream>
-
-#include "core/log_line.hpp"
 
 namespace stoker {
 
 node_links::node_links(private_tag, std::shared_ptr<const tls_context> tls,
-                       const node_options& node)
+                       const node_options& node,
+                       std::shared_ptr<const log_sink> log)
   : tls_(std::move(tls)),
+    log_(std::move(log)),
     max_message_bytes_(node.cluster.max_message_bytes),
     handshake_timeout_(node.cluster.connect_timeout),
     max_connections_(node.cluster.max_connections),
@@ -18,7 +17,8 @@ node_links::node_links(private_tag, std::shared_ptr<const tls_context> tls,
 }
 
 caf::expected<std::unique_ptr<node_links>>
-node_links::open(const node_options& node) {
+node_links::open(const node_options& node,
+                 std::shared_ptr<const log_sink> log) {
   std::shared_ptr<const tls_context> tls;
   if (node.tls.enabled()) {
     auto files = resolve_tls_files(node.tls, node.name);
@@ -28,16 +28,15 @@ node_links::open(const node_options& node) {
     if (!loaded)
       return std::move(loaded.error());
     tls = std::move(*loaded);
-    std::cerr << "stoker-node: mutual TLS 1.3 on every connection, as '"
-              << tls->name() << "' (" << files->certificate << ")"
-              << std::endl;
+    log->info("stoker-node: mutual TLS 1.3 on every connection, as '"
+              + tls->name() + "' (" + files->certificate + ")");
   } else if (node.cluster.insecure && node.role != role_kind::local) {
-    std::cerr << "stoker-node: cluster.insecure: this cluster is "
-                 "unauthenticated (no TLS): anyone who reaches its ports can "
-                 "join it and read its batches"
-              << std::endl;
+    log->warning("stoker-node: cluster.insecure: this cluster is "
+                 "unauthenticated (no TLS): anyone who reaches its ports "
+                 "can join it and read its batches");
   }
-  return std::make_unique<node_links>(private_tag{}, std::move(tls), node);
+  return std::make_unique<node_links>(private_tag{}, std::move(tls), node,
+                                      std::move(log));
 }
 
 const char* node_links::version() noexcept {
@@ -45,14 +44,14 @@ const char* node_links::version() noexcept {
 }
 
 void node_links::say_retrying(const std::string& why,
-                              std::chrono::milliseconds timeout) {
-  write_line(2, "stoker-node: " + why + "; trying again for up to "
-                  + std::to_string(timeout.count())
-                  + " ms (cluster.connect-timeout)");
+                              std::chrono::milliseconds timeout) const {
+  log_->warning("stoker-node: " + why + "; trying again for up to "
+                + std::to_string(timeout.count())
+                + " ms (cluster.connect-timeout)");
 }
 
 gate_options node_links::options_for(const std::string& what) const {
-  auto options = service_gate_options(what, tls_);
+  auto options = service_gate_options(what, tls_, log_);
   options.max_message_bytes = max_message_bytes_; // CAF's ports speak BASP
   options.handshake_timeout = handshake_timeout_;
   options.max_connections = max_connections_;

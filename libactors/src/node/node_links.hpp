@@ -11,6 +11,7 @@
 #include <caf/io/middleman.hpp>
 
 #include "stoker/errors.hpp"
+#include "stoker/log.hpp"
 #include "stoker/options.hpp"
 #include "transport/gate.hpp"
 #include "transport/tls.hpp"
@@ -27,11 +28,11 @@ namespace stoker {
 class node_links {
 public:
   /// Loads this node's TLS files (tls.*, tls.dir by node.name), if set,
-  /// and says once when the cluster runs unauthenticated
-  /// (cluster.insecure). Errors (errc::invalid_config) name the key and
-  /// the file.
+  /// and says once to `log` when the cluster runs unauthenticated
+  /// (cluster.insecure); its gates and retries say their lines there too.
+  /// Errors (errc::invalid_config) name the key and the file.
   static caf::expected<std::unique_ptr<node_links>>
-  open(const node_options& node);
+  open(const node_options& node, std::shared_ptr<const log_sink> log);
 
   /// Mutual TLS for this node's connections (null: plain TCP).
   const std::shared_ptr<const tls_context>& tls() const noexcept {
@@ -71,7 +72,7 @@ public:
 
   /// connect(), tried again with back-off (0.1 s doubling to 1 s) until
   /// `timeout` on anything but a run_failure, saying each new reason once
-  /// on standard error ("stoker-node: WHAT at HOST:PORT: ...; trying again
+  /// as a warning ("stoker-node: WHAT at HOST:PORT: ...; trying again
   /// for up to N ms"). Every error names WHAT at HOST:PORT; after the
   /// timeout it names the last attempt's reason and then `expected` (what
   /// should listen there), if given.
@@ -119,13 +120,13 @@ private:
 
 public:
   node_links(private_tag, std::shared_ptr<const tls_context> tls,
-             const node_options& node);
+             const node_options& node, std::shared_ptr<const log_sink> log);
 
 private:
 
   static const char* version() noexcept;
-  static void say_retrying(const std::string& why,
-                           std::chrono::milliseconds timeout);
+  void say_retrying(const std::string& why,
+                    std::chrono::milliseconds timeout) const;
   caf::expected<uint16_t> open_gate(const std::string& bind, uint16_t port,
                                     uint16_t inner, const std::string& what);
   caf::expected<uint16_t> open_tunnel(const std::string& host, uint16_t port,
@@ -133,6 +134,7 @@ private:
   gate_options options_for(const std::string& what) const;
 
   std::shared_ptr<const tls_context> tls_;
+  std::shared_ptr<const log_sink> log_;
   uint64_t max_message_bytes_;
   std::chrono::milliseconds handshake_timeout_;
   size_t max_connections_;

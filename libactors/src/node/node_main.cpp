@@ -4,7 +4,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +14,7 @@
 #include <caf/actor_system.hpp>
 
 #include "stoker/errors.hpp"
+#include "core/log_line.hpp"
 #include "core/machine.hpp"
 #include "node/local_role.hpp"
 #include "node/node_config.hpp"
@@ -65,7 +65,8 @@ pid_t start_companion(const std::vector<std::string>& args,
 
 // Waits up to `limit` for a companion to exit (the head told it to),
 // then stops it; its exit code, or 1.
-int wait_companion(pid_t pid, std::chrono::seconds limit) {
+int wait_companion(pid_t pid, std::chrono::seconds limit,
+                   const log_sink& log) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   int status = 0;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -75,9 +76,9 @@ int wait_companion(pid_t pid, std::chrono::seconds limit) {
   }
   ::kill(pid, SIGTERM);
   ::waitpid(pid, &status, 0);
-  std::cerr << "stoker-node: this host's node (pid " << pid
-            << ") did not exit within " << limit.count()
-            << " s of the head; stopped" << std::endl;
+  log.error("stoker-node: this host's node (pid " + std::to_string(pid)
+            + ") did not exit within " + std::to_string(limit.count())
+            + " s of the head; stopped");
   return 1;
 }
 
@@ -91,37 +92,45 @@ int run_node(int argc, char** argv, const registry& reg) {
   program = program.substr(program.find_last_of('/') + 1);
   node_config cfg;
   auto loaded = cfg.load(std::vector<std::string>(argv + 1, argv + argc), reg);
-  if (!loaded) {
-    std::cerr << program << ": " << describe(loaded.error()) << std::endl;
+  if (!loaded) { // before log.*: said as text
+    log_sink::standard_streams({}, log_level::info, log_format::text)
+      .error(program + ": " + describe(loaded.error()));
     return 2;
   }
+  // The output the user asked for, not log lines: as is, in any format.
   if (!*loaded) { // --help, --long-help or --dump-config was printed
-    std::cout << "Stoker: --config-file defaults to the embedded "
-                 "config/local.ini; --long-help lists every key.\n"
-                 "Registered sources: "
-              << reg.source_names()
-              << "\nRegistered transforms: " << reg.transform_names()
-              << "\nRegistered models: " << reg.model_names() << '\n';
+    write_line(1, "Stoker: --config-file defaults to the embedded "
+                  "config/local.ini; --long-help lists every key.\n"
+                  "Registered sources: "
+                    + reg.source_names() + "\nRegistered transforms: "
+                    + reg.transform_names()
+                    + "\nRegistered models: " + reg.model_names());
     return 0;
   }
   const auto& run = **loaded;
   if (run.node.print_nodes) { // for tools/launch-cluster
+    std::string list;
     if (!run.node.discovered.empty())
-      std::cout << "# " << run.node.discovered << '\n';
+      list += "# " + run.node.discovered + '\n';
     for (auto& node : run.node.cluster.nodes)
-      std::cout << node.name << ' ' << to_string(node.role) << ' '
-                << node.workers << '\n';
+      list += node.name + ' ' + to_string(node.role) + ' '
+              + std::to_string(node.workers) + '\n';
+    if (!list.empty())
+      write_line(1, list);
     return 0;
   }
+  cfg.log = std::make_shared<const log_sink>(log_sink::standard_streams(
+    log_origin{run.node.name, to_string(run.node.role)}, run.node.log.level,
+    run.node.log.format));
+  const auto& log = *cfg.log;
   // Before the actor system, so it outlives every CAF connection.
-  auto links = node_links::open(run.node);
+  auto links = node_links::open(run.node, cfg.log);
   if (!links) {
-    std::cerr << program << ": " << describe(links.error()) << std::endl;
+    log.error(program + ": " + describe(links.error()));
     return 2;
   }
   if (!run.node.discovered.empty())
-    std::cout << "stoker-node: discovered " << run.node.discovered
-              << std::endl;
+    log.info("stoker-node: discovered " + run.node.discovered);
   std::vector<pid_t> companions;
   auto stop_companions = [&] {
     for (auto pid : companions) {
@@ -134,9 +143,8 @@ int run_node(int argc, char** argv, const registry& reg) {
     auto pid = start_companion(std::vector<std::string>(argv + 1, argv + argc),
                                run.node, n);
     if (pid < 0) {
-      std::cerr << program << ": cannot start this host's "
-                << to_string(n.role) << " node " << n.name << ": "
-                << std::strerror(errno) << std::endl;
+      log.error(program + ": cannot start this host's " + to_string(n.role)
+                + " node " + n.name + ": " + std::strerror(errno));
       stop_companions();
       return 1;
     }
@@ -146,7 +154,7 @@ int run_node(int argc, char** argv, const registry& reg) {
   // node's exit waits for them, and a companion that failed fails it.
   auto with_companions = [&](int code) {
     for (auto pid : companions)
-      if (wait_companion(pid, std::chrono::seconds(20)) != 0 && code == 0)
+      if (wait_companion(pid, std::chrono::seconds(20), log) != 0 && code == 0)
         code = 1;
     return code;
   };

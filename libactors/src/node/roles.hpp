@@ -49,8 +49,9 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
 /// `limit` (e.g. because the actor system's shutdown waits on a network peer
 /// that vanished; the hang once seen in about ten cluster runs here was a
 /// detached actor held by a stopped BASP broker: node/actor_release.hpp),
-/// it exits with `code`. Call when all of a node's own work is done and
-/// reported.
-void bound_shutdown(int code, std::chrono::seconds limit);
+/// it exits with `code`, said to `log` (kept alive until then). Call when
+/// all of a node's own work is done and reported.
+void bound_shutdown(int code, std::chrono::seconds limit,
+                    std::shared_ptr<const log_sink> log);
 
 } // namespace stoker

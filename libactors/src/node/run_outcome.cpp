@@ -2,11 +2,11 @@
 
 #include <cmath>
 #include <iomanip>
-#include <iostream>
 #include <optional>
 
 #include "stoker/errors.hpp"
 #include "core/peak_rss.hpp"
+#include "core/system_log.hpp"
 #include "kernels/cuda_devices.hpp"
 
 namespace stoker {
@@ -102,190 +102,204 @@ std::string pipeline_line(const pipeline_options& p) {
 
 // What was skipped, one line a source (the report lists every one), and
 // the damage the listing found.
-void print_skips(const run_report& r) {
+void print_skips(const run_report& r, const log_sink& log) {
   constexpr size_t shown = 10;
   if (r.skipped_files > 0)
-    std::cout << "  skipped " << r.skipped_files
-              << " sample(s) that could not be read or decoded (each epoch's "
-                 "counted; neither trained on nor missing):"
-              << std::endl;
+    log_stream{log, log_level::warning}
+      << "  skipped " << r.skipped_files
+      << " sample(s) that could not be read or decoded (each epoch's "
+         "counted; neither trained on nor missing):";
   for (size_t i = 0; i < r.skipped_sources.size() && i < shown; ++i) {
     auto& s = r.skipped_sources[i];
-    std::cout << "    " << s.source << ": " << s.samples << " ("
-              << s.reason << ")" << std::endl;
+    log_stream{log, log_level::warning}
+      << "    " << s.source << ": " << s.samples << " (" << s.reason << ")";
   }
   if (r.skipped_sources.size() > shown)
-    std::cout << "    and " << r.skipped_sources.size() - shown
-              << " more source(s): the report lists them" << std::endl;
+    log_stream{log, log_level::warning}
+      << "    and " << r.skipped_sources.size() - shown
+      << " more source(s): the report lists them";
   for (auto& line : r.data_damage)
-    std::cout << "  damaged data: " << line << std::endl;
+    log.warning("  damaged data: " + line);
 }
 
 } // namespace
 
-void print_banner(const run_config& cfg) {
+void print_banner(const run_config& cfg, const log_sink& log) {
   auto& p = cfg.pipeline;
-  std::cout << "stoker-node: role " << to_string(cfg.node.role) << ", node "
-            << cfg.node.name << ", config " << cfg.node.config_source
-            << "\n  dataset " << p.source.dataset_size << " samples x "
-            << p.source.epochs << " epoch(s), batch " << p.source.batch_size
-            << ": " << pipeline_line(p) << "\n  "
-            << (cfg.node.role == role_kind::head
-                  ? std::string{"workers on the nodes"}
-                  : std::to_string(cfg.node.workers) + " CPU worker(s)")
-            << ", router " << to_string(p.router.policy) << " (window "
-            << p.router.window << "), trainer " << p.trainer.model_entry.text
-            << " on " << to_string(cfg.node.trainer.device);
-  if (p.router.placement != blur_placement::cpu)
-    std::cout << ", blur placement " << to_string(p.router.placement);
+  log_stream{log, log_level::info}
+    << "stoker-node: role " << to_string(cfg.node.role) << ", node "
+    << cfg.node.name << ", config " << cfg.node.config_source;
+  log_stream{log, log_level::info}
+    << "  dataset " << p.source.dataset_size << " samples x "
+    << p.source.epochs << " epoch(s), batch " << p.source.batch_size << ": "
+    << pipeline_line(p);
+  {
+    log_stream line{log, log_level::info};
+    line << "  "
+         << (cfg.node.role == role_kind::head
+               ? std::string{"workers on the nodes"}
+               : std::to_string(cfg.node.workers) + " CPU worker(s)")
+         << ", router " << to_string(p.router.policy) << " (window "
+         << p.router.window << "), trainer " << p.trainer.model_entry.text
+         << " on " << to_string(cfg.node.trainer.device);
+    if (p.router.placement != blur_placement::cpu)
+      line << ", blur placement " << to_string(p.router.placement);
+  }
   auto cuda = probe_cuda_devices();
-  std::cout << "\n  CUDA runtime: " << cuda.count << " device(s)"
-            << (cuda.detail.empty() ? "" : ": " + cuda.detail) << std::endl;
+  log.info("  CUDA runtime: " + std::to_string(cuda.count) + " device(s)"
+           + (cuda.detail.empty() ? "" : ": " + cuda.detail));
   // Damage in the data is said before anything runs, once; the report
   // lists it again, and what it cost in samples each epoch.
   for (auto& line : p.data.damage)
-    std::cout << "  damaged data: " << line << std::endl;
+    log.warning("  damaged data: " + line);
+}
+
+run_judgement judge_run(const caf::expected<run_report>& report) {
+  if (!report)
+    return {is(report.error(), errc::invalid_config) ? run_verdict::refused
+                                                     : run_verdict::failed,
+            describe(report.error())};
+  auto& r = *report;
+  if (r.status == "failed")
+    return {run_verdict::failed, r.first_error};
+  // Stopped on purpose, the samples never leased are not missing; one
+  // trained twice, or a batch rejected, still fails the run.
+  bool once = r.status == "stopped"
+                ? r.duplicates == 0 && r.rejected_batches == 0
+                : r.exactly_once();
+  if (!once)
+    return {run_verdict::failed,
+            "delivery was not exactly once ("
+              + std::to_string(r.status == "stopped" ? 0 : r.missing)
+              + " missing, " + std::to_string(r.duplicates) + " duplicates, "
+              + std::to_string(r.rejected_batches) + " rejected batches)"
+              + (r.first_error.empty() ? "" : ": " + r.first_error)};
+  return {r.status == "stopped" ? run_verdict::stopped : run_verdict::ok,
+          {}};
 }
 
 std::string run_failure_text(const caf::expected<run_report>& report) {
-  if (!report)
-    return is(report.error(), errc::invalid_config)
-             ? std::string{}
-             : describe(report.error());
-  return report->status == "failed" ? report->first_error : std::string{};
+  auto judged = judge_run(report);
+  if (judged.verdict != run_verdict::failed)
+    return {};
+  return judged.reason;
 }
 
 int finish_run(const caf::expected<run_report>& report,
-               const run_config& cfg) {
-  auto failed = run_failure_text(report);
+               const run_config& cfg, const log_sink& log) {
+  auto judged = judge_run(report);
   if (!report) {
     // A setting that cannot work is refused before the run (exit 2, as
     // for a bad config file); anything else failed the run (exit 1).
-    if (failed.empty()) {
-      std::cerr << "stoker-node: refused: " << describe(report.error())
-                << std::endl;
-      return 2;
-    }
-    std::cerr << "stoker-node: run failed: " << failed << std::endl;
-    return 1;
+    log.error(std::string{"stoker-node: "}
+              + (judged.verdict == run_verdict::refused ? "refused: "
+                                                        : "run failed: ")
+              + judged.reason);
+    return judged.exit_code();
   }
   auto& r = *report;
+  auto info = [&log] { return log_stream{log, log_level::info}; };
   if (r.status == "failed") {
-    std::cerr << "stoker-node: run failed: " << failed << std::endl;
-    std::cout << "  so far: " << r.samples_delivered
-              << " samples delivered, " << r.missing << " missing"
-              << std::endl;
+    log.error("stoker-node: run failed: " + judged.reason);
+    info() << "  so far: " << r.samples_delivered << " samples delivered, "
+           << r.missing << " missing";
     if (!cfg.node.report_path.empty()) {
       if (auto err = write_report(r, cfg.node.report_path))
-        std::cerr << "stoker-node: " << describe(err) << std::endl;
+        log.error("stoker-node: " + describe(err));
       else
-        std::cout << "report written to " << cfg.node.report_path
-                  << std::endl;
+        log.info("report written to " + cfg.node.report_path);
     }
     return 1;
   }
   // The rate is this run's samples over this run's time; samples trained
   // before a resume are said apart.
-  std::cout << std::fixed << std::setprecision(2) << "run: "
-            << r.samples_this_run << " samples in " << r.wall_s << " s ("
-            << r.throughput_sps << " samples/s)"
-            << (r.samples_before_resume > 0
-                  ? " after " + std::to_string(r.samples_before_resume)
-                      + " trained before the resume"
-                  : std::string{})
-            << ", " << r.steps << " steps on "
-            << r.trainer_device
-            << (r.trainer_simulated ? " [simulated accelerator]" : "")
-            << ", accelerator idle "
-            << 100.0 * r.accelerator_idle_fraction << "%, missing "
-            << r.missing << ", duplicates " << r.duplicates << ", rejected "
-            << r.rejected_batches << ", skipped " << r.skipped_files
-            << std::endl;
-  print_skips(r);
+  info() << std::fixed << std::setprecision(2) << "run: "
+         << r.samples_this_run << " samples in " << r.wall_s << " s ("
+         << r.throughput_sps << " samples/s)"
+         << (r.samples_before_resume > 0
+               ? " after " + std::to_string(r.samples_before_resume)
+                   + " trained before the resume"
+               : std::string{})
+         << ", " << r.steps << " steps on " << r.trainer_device
+         << (r.trainer_simulated ? " [simulated accelerator]" : "")
+         << ", accelerator idle " << 100.0 * r.accelerator_idle_fraction
+         << "%, missing " << r.missing << ", duplicates " << r.duplicates
+         << ", rejected " << r.rejected_batches << ", skipped "
+         << r.skipped_files;
+  print_skips(r, log);
   if (r.time_to_first_batch_s > 0.0)
-    std::cout << "  first batch after " << r.time_to_first_batch_s
-              << " s, then " << r.steady_throughput_sps << " samples/s"
-              << std::endl;
-  std::cout << "  trainer utilisation " << 100.0 * r.trainer_utilisation
-            << "%; CPU utilisation";
-  for (auto& h : r.hosts)
-    std::cout << (&h == &r.hosts.front() ? " " : ", ") << h.host << " "
-              << 100.0 * h.cpu_utilisation << "%";
-  std::cout << " (every core counted)";
-  if (std::isfinite(r.cost_usd))
-    std::cout << "; cost $" << std::setprecision(4) << r.cost_usd << " ($"
-              << r.cost_per_1000_steps_usd << " per 1,000 steps, $"
-              << r.cost_per_1000_samples_usd << " per 1,000 samples"
-              << (r.unpriced_hosts.empty() ? ""
-                                           : "; no price for "
-                                               + r.unpriced_hosts.front()
-                                               + (r.unpriced_hosts.size() > 1
-                                                    ? " and others"
-                                                    : ""))
-              << ")" << std::setprecision(2);
-  std::cout << std::endl;
+    info() << std::fixed << std::setprecision(2) << "  first batch after "
+           << r.time_to_first_batch_s << " s, then "
+           << r.steady_throughput_sps << " samples/s";
+  {
+    auto line = info();
+    line << std::fixed << std::setprecision(2) << "  trainer utilisation "
+         << 100.0 * r.trainer_utilisation << "%; CPU utilisation";
+    for (auto& h : r.hosts)
+      line << (&h == &r.hosts.front() ? " " : ", ") << h.host << " "
+           << 100.0 * h.cpu_utilisation << "%";
+    line << " (every core counted)";
+    if (std::isfinite(r.cost_usd))
+      line << "; cost $" << std::setprecision(4) << r.cost_usd << " ($"
+           << r.cost_per_1000_steps_usd << " per 1,000 steps, $"
+           << r.cost_per_1000_samples_usd << " per 1,000 samples"
+           << (r.unpriced_hosts.empty()
+                 ? ""
+                 : "; no price for " + r.unpriced_hosts.front()
+                     + (r.unpriced_hosts.size() > 1 ? " and others" : ""))
+           << ")";
+  }
   if (r.world > 1) {
     for (auto& t : r.trainers)
-      std::cout << "  trainer rank " << t.rank << " (" << t.node << ", "
-                << t.device << "): " << t.steps << " steps, " << t.samples
-                << " samples, compute " << t.compute_ms_per_step
-                << " ms/step, idle " << 100.0 * t.idle_fraction
-                << "%, collective wait " << 100.0 * t.collective_fraction
-                << "%" << std::endl;
-    std::cout << "  slowest: " << r.slowest_trainer << "; exposed data wait "
-              << r.exposed_data_wait_ms_per_step << " ms/step" << std::endl;
+      info() << std::fixed << std::setprecision(2) << "  trainer rank "
+             << t.rank << " (" << t.node << ", " << t.device
+             << "): " << t.steps << " steps, " << t.samples
+             << " samples, compute " << t.compute_ms_per_step
+             << " ms/step, idle " << 100.0 * t.idle_fraction
+             << "%, collective wait " << 100.0 * t.collective_fraction << "%";
+    info() << std::fixed << std::setprecision(2) << "  slowest: "
+           << r.slowest_trainer << "; exposed data wait "
+           << r.exposed_data_wait_ms_per_step << " ms/step";
   }
   if (r.samples_dropped + r.samples_padded > 0)
-    std::cout << "  pipeline.last-batch = "
-              << to_string(cfg.pipeline.source.last_batch) << ": " << r.samples_dropped << " sample(s) dropped, "
-              << r.samples_padded << " repeated to fill last batches"
-              << std::endl;
+    info() << "  pipeline.last-batch = "
+           << to_string(cfg.pipeline.source.last_batch) << ": "
+           << r.samples_dropped << " sample(s) dropped, " << r.samples_padded
+           << " repeated to fill last batches";
   for (auto& w : r.workers)
-    std::cout << "  " << w.name << ": " << w.batches << " batches, busy "
-              << 100.0 * w.busy_fraction << "%"
-              << (w.lost ? " (lost; as the head last saw it)" : "")
-              << std::endl;
+    info() << std::fixed << std::setprecision(2) << "  " << w.name << ": "
+           << w.batches << " batches, busy " << 100.0 * w.busy_fraction << "%"
+           << (w.lost ? " (lost; as the head last saw it)" : "");
   if (r.decoded_files > 0)
-    std::cout << "  decode: " << r.decoded_files << " files, "
-              << std::setprecision(3) << r.decode_ms_per_file
-              << " ms per file, " << std::setprecision(1)
-              << 100.0 * r.decoded_pixel_share
-              << "% of their pixels decoded" << std::setprecision(2)
-              << std::endl;
+    info() << std::fixed << "  decode: " << r.decoded_files << " files, "
+           << std::setprecision(3) << r.decode_ms_per_file << " ms per file, "
+           << std::setprecision(1) << 100.0 * r.decoded_pixel_share
+           << "% of their pixels decoded";
   for (auto& name : r.lost_workers)
-    std::cout << "  " << name << ": lost during the run" << std::endl;
+    log.warning("  " + name + ": lost during the run");
   if (r.batches_released > 0)
-    std::cout << "  " << r.batches_released
-              << " batch(es) re-leased from lost workers" << std::endl;
-  std::cout << "  router: window " << r.window << " (ceiling " << r.window_max
-            << ", " << r.window_changes << " change(s)"
-            << (r.window_last_change.empty() ? ""
-                                             : "; last: " + r.window_last_change)
-            << "), hedged " << r.batches_hedged << ", copies dropped "
-            << r.dropped_copies << std::endl;
-  std::cout << "  peak RSS " << detail::peak_rss_bytes() / 1000000 << " MB"
-            << std::endl;
+    info() << "  " << r.batches_released
+           << " batch(es) re-leased from lost workers";
+  info() << "  router: window " << r.window << " (ceiling " << r.window_max
+         << ", " << r.window_changes << " change(s)"
+         << (r.window_last_change.empty() ? ""
+                                          : "; last: " + r.window_last_change)
+         << "), hedged " << r.batches_hedged << ", copies dropped "
+         << r.dropped_copies;
+  info() << "  peak RSS " << detail::peak_rss_bytes() / 1000000 << " MB";
   if (!cfg.node.report_path.empty()) {
     if (auto err = write_report(r, cfg.node.report_path)) {
-      std::cerr << "stoker-node: " << describe(err) << std::endl;
+      log.error("stoker-node: " + describe(err));
       return 1;
     }
-    std::cout << "report written to " << cfg.node.report_path << std::endl;
+    log.info("report written to " + cfg.node.report_path);
   }
-  if (!r.stopped_by.empty()) {
-    // Ended on purpose: what was trained was trained once; the rest was
-    // never leased.
-    std::cout << "run stopped early (" << r.stopped_by << "): "
-              << r.missing << " sample(s) not trained" << std::endl;
-    return r.duplicates == 0 ? 0 : 1;
-  }
-  if (!r.exactly_once()) {
-    std::cerr << "stoker-node: delivery was not exactly once"
-              << (r.first_error.empty() ? "" : ": " + r.first_error)
-              << std::endl;
-    return 1;
-  }
-  return 0;
+  if (r.status == "stopped")
+    info() << "run stopped early (" << r.stopped_by << "): " << r.missing
+           << " sample(s) not trained";
+  if (judged.verdict == run_verdict::failed)
+    log.error("stoker-node: " + judged.reason);
+  return judged.exit_code();
 }
 
 } // namespace stoker

@@ -2,6 +2,7 @@
 
 // How a run's outcome is collected and shown, for the local and head roles.
 
+#include <string>
 #include <vector>
 
 #include <caf/expected.hpp>
@@ -34,18 +35,47 @@ run_report collect_failed_report(caf::scoped_actor& self,
                                  const std::vector<worker_actor>& workers,
                                  const caf::error& why);
 
-/// Prints the outcome of a run (or its error), writes the report if asked
-/// (a failed run's too). Returns the process exit code: 0 when every
-/// sample was trained on exactly once, 1 otherwise.
-int finish_run(const caf::expected<run_report>& report,
-               const run_config& cfg);
+/// How a run ended, decided once for stoker-node's exit code and for an
+/// embedding process (a Python loop's RunFailed).
+enum class run_verdict : uint8_t {
+  ok,      ///< every sample trained on exactly once
+  stopped, ///< ended on purpose; what was trained was trained once
+  failed,  ///< the run's error, or a delivery that was not exactly once
+  refused, ///< a setting that cannot work, found before anything ran
+};
 
-/// Why a run failed, as finish_run() says it after "run failed: " (the
-/// error, or the report's first error); empty when it did not fail, or
-/// was refused for a setting (said as "refused: ...").
+/// A verdict and, for failed and refused, why (the node's own words).
+struct run_judgement {
+  run_verdict verdict = run_verdict::ok;
+  std::string reason;
+  /// stoker-node's exit code: 0 ok or stopped, 1 failed, 2 refused.
+  int exit_code() const noexcept {
+    return verdict == run_verdict::failed    ? 1
+           : verdict == run_verdict::refused ? 2
+                                             : 0;
+  }
+};
+
+/// The one verdict on a run: refused for an errc::invalid_config error;
+/// failed for any other error, a report of status "failed" (its first
+/// error) or a delivery that was not exactly once (a stopped run's too,
+/// where a sample was trained twice or a batch rejected); stopped for a
+/// report of status "stopped" (the samples never leased are not missing
+/// then); else ok.
+run_judgement judge_run(const caf::expected<run_report>& report);
+
+/// Says the outcome of a run (or its error) to `log`, writes the report
+/// if asked (a failed run's too). Returns the process exit code: 0 when
+/// every sample was trained on exactly once, 1 otherwise.
+int finish_run(const caf::expected<run_report>& report,
+               const run_config& cfg, const log_sink& log);
+
+/// Why a run failed, as finish_run() says it after "run failed: "
+/// (judge_run's reason); empty when it did not fail, or was refused for a
+/// setting (said as "refused: ...").
 std::string run_failure_text(const caf::expected<run_report>& report);
 
-/// Prints what a node runs (one short block), for every role.
-void print_banner(const run_config& cfg);
+/// Says what a node runs (one short block) to `log`, for every role.
+void print_banner(const run_config& cfg, const log_sink& log);
 
 } // namespace stoker

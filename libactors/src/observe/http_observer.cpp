@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <iostream>
 
 #include <httplib.h>
 #include <sys/socket.h>
@@ -11,6 +10,7 @@
 #include "stoker/errors.hpp"
 #include "observe/dashboard_page.hpp"
 #include "core/json_text.hpp"
+#include "core/system_log.hpp"
 #include "observe/job_metrics.hpp"
 
 namespace stoker {
@@ -197,16 +197,17 @@ http_observer::start(caf::actor_system& sys, const metrics_spec& spec,
                           "local address (metrics.bind)");
   result->port_ = static_cast<uint16_t>(port);
   if (*listening < 0 || ::listen(*listening, listen_backlog) != 0)
-    std::cerr << "dashboard: cannot widen the HTTP listen backlog to "
-              << listen_backlog << " ("
-              << (*listening < 0 ? "httplib did not show its socket"
-                                 : std::strerror(errno))
-              << "); a burst of scrapers may wait for SYN retries"
-              << std::endl;
+    log_to(sys, log_level::warning)
+      << "dashboard: cannot widen the HTTP listen backlog to "
+      << listen_backlog << " ("
+      << (*listening < 0 ? "httplib did not show its socket"
+                         : std::strerror(errno))
+      << "); a burst of scrapers may wait for SYN retries";
   if (gated) {
     auto front = gate::open(spec.bind, spec.port, result->port_,
                             service_gate_options("the metrics port",
-                                                 std::move(tls)));
+                                                 std::move(tls),
+                                                 shared_log_of(sys)));
     if (!front)
       return std::move(front.error());
     result->gate_ = std::move(*front);
@@ -227,10 +228,15 @@ http_observer::~http_observer() {
   snapshots_.reset(); // before the actors it asks
 }
 
+void http_observer::say_info(const std::string& line) const {
+  log_of(sys_).info(line);
+}
+
 void http_observer::run_over() {
   if (!snapshots_->refresh(std::chrono::milliseconds(3000)))
-    std::cerr << "dashboard: no snapshot of the job's final figures within "
-                 "3 s; /metrics serves the last one taken" << std::endl;
+    log_of(sys_).warning("dashboard: no snapshot of the job's final "
+                         "figures within 3 s; /metrics serves the last one "
+                         "taken");
 }
 
 uint16_t http_observer::port() const noexcept {
@@ -249,13 +255,13 @@ open_http_observer(caf::actor_system& sys, const metrics_spec& spec,
                                       std::move(tls));
   if (!started)
     return started;
-  std::cout << who << ": dashboard on " << (gated ? "https" : "http")
-            << "://" << spec.bind << ":" << (*started)->port()
-            << "/ (Prometheus: /metrics, JSON: /api/state"
-            << (gated ? "; mutual TLS: clients need a certificate of the "
-                        "cluster's CA"
-                      : "")
-            << ")" << std::endl;
+  log_to(sys) << who << ": dashboard on " << (gated ? "https" : "http")
+              << "://" << spec.bind << ":" << (*started)->port()
+              << "/ (Prometheus: /metrics, JSON: /api/state"
+              << (gated ? "; mutual TLS: clients need a certificate of the "
+                 "cluster's CA"
+                 : "")
+              << ")";
   return started;
 }
 
@@ -264,8 +270,9 @@ void linger(http_observer* observer, const metrics_spec& spec,
   if (observer == nullptr || spec.linger.count() <= 0)
     return;
   observer->run_over();
-  std::cout << who << ": run over; serving its final figures for "
-            << spec.linger.count() << " ms (metrics.linger)" << std::endl;
+  observer->say_info(who + ": run over; serving its final figures for "
+                     + std::to_string(spec.linger.count())
+                     + " ms (metrics.linger)");
   std::this_thread::sleep_for(spec.linger);
 }
 

@@ -53,6 +53,9 @@ public:
   /// of the run. Called on the node's main thread.
   void run_over();
 
+  /// Says `line` to the node's log (info), from any thread.
+  void say_info(const std::string& line) const;
+
 private:
   struct private_tag {};
 
@@ -70,7 +73,7 @@ private:
 };
 
 /// What a head or local node opens: nothing (null) when metrics.port is 0;
-/// else the endpoints, said on standard output as "WHO: dashboard on
+/// else the endpoints, said to the node's log as "WHO: dashboard on
 /// http://BIND:PORT/ (...)". Errors name the address.
 caf::expected<std::unique_ptr<http_observer>>
 open_http_observer(caf::actor_system& sys, const metrics_spec& spec,

@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <cstdio>
-#include <iostream>
+#include <unistd.h>
 
 #include <caf/scoped_actor.hpp>
+
+#include "core/log_line.hpp"
 
 namespace stoker {
 
@@ -123,7 +125,7 @@ void progress_reporter::run() {
     last_done = f.done;
     last_at = now;
     shown = true;
-    std::cout << "\r" << format_progress(f) << "\x1b[K" << std::flush;
+    write_text(STDOUT_FILENO, "\r" + format_progress(f) + "\x1b[K");
   };
   while (!stopping_) {
     update();
@@ -132,7 +134,7 @@ void progress_reporter::run() {
   }
   update(); // the final figures
   if (shown)
-    std::cout << std::endl;
+    write_text(STDOUT_FILENO, "\n");
 }
 
 } // namespace stoker

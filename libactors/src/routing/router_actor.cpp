@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include <caf/actor_ostream.hpp>
 
 #include "stoker/errors.hpp"
 #include "routing/router_state.hpp"
+#include "core/system_log.hpp"
 
 // The router actor: glue over the lease book (which item is where), the
 // routing table (which worker), the in-flight window (how many) and the
@@ -126,7 +126,7 @@ void judge_placement(router_ptr self) {
                                 : std::min(signals.min_worker_busy, busy);
   }
   if (auto change = st.offload.decide(signals)) {
-    caf::aout(self) << "router: placement: " << *change << std::endl;
+    log_to(self->system()) << "router: placement: " << *change;
     st.summary.placement_changes = st.offload.changes();
     st.summary.placement_last_change = *change;
     st.summary.gpu_share = st.offload.share();
@@ -154,8 +154,8 @@ void maybe_finish(router_ptr self) {
     st.summary.stopped_by = st.stopping;
   if (st.trace) { // a trace still recording when the run ends is kept
     auto done = finish_trace(self);
-    caf::aout(self) << "router: " << (done ? *done : describe(done.error()))
-                    << std::endl;
+    log_to(self->system())
+      << "router: " << (done ? *done : describe(done.error()));
   }
   st.offer_series(true);
   st.summary.finished = true;
@@ -189,10 +189,10 @@ void write_journal(router_ptr self, bool now) {
                   : 0);
   if (auto err = write_head_journal(st.journal.dir, j)) {
     // The run goes on; only a restart of this head would miss it.
-    caf::aout(self) << "router: " << describe(err)
-                    << " (the run goes on; a head started again could not "
-                       "resume it)"
-                    << std::endl;
+    log_to(self->system(), log_level::warning)
+      << "router: " << describe(err)
+      << " (the run goes on; a head started again could not "
+         "resume it)";
   }
   st.journal_dirty = false;
   st.journal_written_ns = t;
@@ -305,13 +305,11 @@ void check_heartbeats(router_ptr self) {
   // without a word.
   if (!st.no_workers_since) {
     st.no_workers_since = now;
-    caf::aout(self) << (none_yet ? "router: no CPU worker has joined yet; "
-                                   "waiting up to "
-                                 : "router: no live worker left; waiting up "
-                                   "to ")
-                    << st.spec.no_worker_timeout.count()
-                    << " ms (cluster.join-timeout) for one to join"
-                    << std::endl;
+    log_to(self->system(), log_level::warning)
+      << (none_yet ? "router: no CPU worker has joined yet; waiting up to "
+                   : "router: no live worker left; waiting up to ")
+      << st.spec.no_worker_timeout.count()
+      << " ms (cluster.join-timeout) for one to join";
   } else if (now - *st.no_workers_since > timeout) {
     fail_after_join_timeout(
       self, none_yet ? "no CPU worker joined (nothing makes batches: "
@@ -446,8 +444,9 @@ router_actor::behavior_type router_fn(router_ptr self, source_actor source,
         return;
       s.stopping = m.why;
       s.stop_now = true;
-      caf::aout(self) << "router: trainer rank " << m.rank << ": " << m.why
-                      << "; the run ends, stopped" << std::endl;
+      log_to(self->system())
+        << "router: trainer rank " << m.rank << ": " << m.why
+        << "; the run ends, stopped";
       maybe_finish(self);
     },
     [=](const policy_change& change) { return set_policy(self, change); },

@@ -1,9 +1,9 @@
 #include <algorithm>
 
-#include <caf/actor_ostream.hpp>
 
 #include "stoker/errors.hpp"
 #include "routing/router_state.hpp"
+#include "core/system_log.hpp"
 
 // The router's trainers: each rank's hello, its acks, and what losing one
 // does to the run (router_actor.cpp is the rest of the router).
@@ -36,16 +36,16 @@ void lose_trainer(router_ptr self, uint32_t rank, const std::string& why,
     }
     st.window.reset();
     auto waiting = st.book.lose_trainer(st.now_ns());
-    caf::aout(self) << "router: trainer rank " << rank << " on node '"
-                    << slot.node << "' " << event
-                    << (why.empty() ? std::string{} : " (" + why + ")")
-                    << "; the group of " << st.world()
-                    << " goes back to its last checkpoint: " << waiting
-                    << " batch(es) wait; waiting up to "
-                    << st.spec.no_worker_timeout.count()
-                    << " ms (cluster.join-timeout) for every rank (start "
-                       "the lost trainer's node again, with --resume)"
-                    << std::endl;
+    log_to(self->system(), log_level::warning)
+      << "router: trainer rank " << rank << " on node '"
+      << slot.node << "' " << event
+      << (why.empty() ? std::string{} : " (" + why + ")")
+      << "; the group of " << st.world()
+      << " goes back to its last checkpoint: " << waiting
+      << " batch(es) wait; waiting up to "
+      << st.spec.no_worker_timeout.count()
+      << " ms (cluster.join-timeout) for every rank (start "
+         "the lost trainer's node again, with --resume)";
     return;
   }
   if (st.world() > 1) {
@@ -57,7 +57,8 @@ void lose_trainer(router_ptr self, uint32_t rank, const std::string& why,
           + (why.empty() ? std::string{} : " (" + why + ")") + "; the other "
           + std::to_string(st.world() - 1)
           + " rank(s) of the data-parallel group cannot step without it");
-    caf::aout(self) << "router: " << describe(st.failure) << std::endl;
+    log_to(self->system(), log_level::error)
+      << "router: " << describe(st.failure);
     return;
   }
   auto reason = "the trainer " + event
@@ -78,13 +79,13 @@ void lose_trainer(router_ptr self, uint32_t rank, const std::string& why,
   slot.actor = nullptr;
   slot.given = caf::actor_addr{};
   st.window.reset();
-  caf::aout(self) << "router: " << reason << "; " << waiting
-                  << " batch(es) not in its checkpoint wait for it; waiting "
-                     "up to "
-                  << st.spec.no_worker_timeout.count()
-                  << " ms (cluster.join-timeout) for a trainer started with "
-                     "--resume"
-                  << std::endl;
+  log_to(self->system())
+    << "router: " << reason << "; " << waiting
+    << " batch(es) not in its checkpoint wait for it; waiting "
+       "up to "
+    << st.spec.no_worker_timeout.count()
+    << " ms (cluster.join-timeout) for a trainer started with "
+       "--resume";
 }
 
 // A trainer said hello: one of each rank, or (a group of one) one
@@ -93,10 +94,11 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
                     const trainer_hello& hello) {
   auto& st = self->state;
   if (hello.world != st.world() || hello.rank >= st.world()) {
-    caf::aout(self) << "router: refused a trainer of node '" << hello.node
-                    << "' as rank " << hello.rank << " of " << hello.world
-                    << "; expected a rank below the group's size "
-                    << st.world() << std::endl;
+    log_to(self->system(), log_level::warning)
+      << "router: refused a trainer of node '" << hello.node
+      << "' as rank " << hello.rank << " of " << hello.world
+      << "; expected a rank below the group's size "
+      << st.world();
     self->send_exit(trainer, caf::exit_reason::user_shutdown);
     return;
   }
@@ -106,10 +108,10 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
   if (st.world() == 1 && st.book.trainer_lost_at() && !hello.resumed) {
     // Its empty ledger would count everything trained before as missing,
     // and its model never saw it: refuse, keep waiting.
-    caf::aout(self) << "router: a trainer joined without --resume after "
-                       "the first one was lost; refused (start it with "
-                       "--resume and the same trainer.checkpoint-dir)"
-                    << std::endl;
+    log_to(self->system(), log_level::warning)
+      << "router: a trainer joined without --resume after "
+         "the first one was lost; refused (start it with "
+         "--resume and the same trainer.checkpoint-dir)";
     self->send_exit(trainer, caf::exit_reason::user_shutdown);
     return;
   }
@@ -117,27 +119,28 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
       && hello.done_below == 0 && hello.done_ids.empty()) {
     // The run's journal says batches were trained: a trainer that trained
     // none would count them missing, and its model never saw them.
-    caf::aout(self) << "router: refused trainer of node '" << hello.node
-                    << "': the run in cluster.state-dir = "
-                    << st.journal.dir << " has "
-                    << st.journal.start.acked_batches
-                    << " acknowledged batch(es) and this trainer trained "
-                       "none; expected the trainer that ran them (or one "
-                       "started with --resume from its checkpoint)"
-                    << std::endl;
+    log_to(self->system(), log_level::warning)
+      << "router: refused trainer of node '" << hello.node
+      << "': the run in cluster.state-dir = "
+      << st.journal.dir << " has "
+      << st.journal.start.acked_batches
+      << " acknowledged batch(es) and this trainer trained "
+         "none; expected the trainer that ran them (or one "
+         "started with --resume from its checkpoint)";
     self->send_exit(trainer, caf::exit_reason::user_shutdown);
     return;
   }
   if (st.journal.resumed && hello.resumed)
-    caf::aout(self) << "router: trainer of node '" << hello.node
-                    << "' is back (batches below " << hello.done_below
-                    << " and " << hello.done_ids.size()
-                    << " more trained): the run goes on" << std::endl;
+    log_to(self->system()) << "router: trainer of node '" << hello.node
+                           << "' is back (batches below " << hello.done_below
+                           << " and " << hello.done_ids.size()
+                           << " more trained): the run goes on";
   if (st.world() == 1 && st.book.trainer_lost_at())
-    caf::aout(self) << "router: a trainer rejoined from its checkpoint "
-                       "(batches below "
-                    << hello.done_below << " and " << hello.done_ids.size()
-                    << " more trained)" << std::endl;
+    log_to(self->system())
+      << "router: a trainer rejoined from its checkpoint "
+         "(batches below "
+      << hello.done_below << " and " << hello.done_ids.size()
+      << " more trained)";
   if (st.world() == 1)
     st.book.trainer_joined(hello.checkpoints, hello.done_below,
                            hello.done_ids);
@@ -148,12 +151,11 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
   slot.node = hello.node;
   slot.host = hello.host;
   if (st.spec.placement != blur_placement::cpu)
-    caf::aout(self) << "router: pipeline.placement = "
-                    << to_string(st.spec.placement) << "; the trainer "
-                    << (hello.gpu_blur ? "blurs on its GPU"
-                                       : "has no CUDA blur stage: the "
-                                         "workers blur everything")
-                    << std::endl;
+    log_to(self->system()) << "router: pipeline.placement = "
+                           << to_string(st.spec.placement) << "; the trainer "
+                           << (hello.gpu_blur ? "blurs on its GPU"
+                                              : "has no CUDA blur stage: the "
+                                                "workers blur everything");
   slot.actor = std::move(trainer);
   slot.heard_ns = st.now_ns();
   if (slot.given != caf::actor_cast<caf::actor_addr>(slot.actor))
@@ -166,10 +168,10 @@ void trainer_joined(router_ptr self, trainer_actor trainer,
   slot.prefetch = hello.prefetch;
   st.open_window();
   if (st.world() > 1) {
-    caf::aout(self) << "router: trainer rank " << hello.rank << " of "
-                    << st.world() << " (node '" << hello.node << "') is here"
-                    << (hello.resumed ? " from the group's checkpoint" : "")
-                    << std::endl;
+    log_to(self->system())
+      << "router: trainer rank " << hello.rank << " of "
+      << st.world() << " (node '" << hello.node << "') is here"
+      << (hello.resumed ? " from the group's checkpoint" : "");
     if (st.group_complete()) {
       // Rank 0's checkpoints are the group's (it writes them).
       std::vector<uint64_t> resume_seq;

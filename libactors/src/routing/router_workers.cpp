@@ -1,9 +1,9 @@
 #include <algorithm>
 
-#include <caf/actor_ostream.hpp>
 
 #include "stoker/errors.hpp"
 #include "routing/router_state.hpp"
+#include "core/system_log.hpp"
 
 // The router's workers: their reports, and what losing one does to the
 // run (router_actor.cpp is the rest of the router).
@@ -42,9 +42,10 @@ void lose_worker(router_ptr self, size_t index, const std::string& why) {
   auto orders = st.book.lose_worker(index, st.table, st.now_ns(), &held);
   st.summary.lost_workers.push_back(st.table.workers()[index].name);
   st.summary.lost_worker_stats.push_back(last_seen(st, index));
-  caf::aout(self) << "router: worker '" << st.table.workers()[index].name
-                  << "' lost (" << why << "); re-leasing " << held
-                  << " batch(es)" << std::endl;
+  log_to(self->system(), log_level::warning)
+    << "router: worker '" << st.table.workers()[index].name
+    << "' lost (" << why << "); re-leasing " << held
+    << " batch(es)";
   send_leases(self, std::move(orders));
 }
 

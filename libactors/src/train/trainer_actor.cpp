@@ -3,7 +3,6 @@
 #include <iostream>
 #include <optional>
 
-#include <caf/actor_ostream.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 
@@ -22,6 +21,7 @@
 #include "train/trainer_state.hpp"
 #include "transport/batch_check.hpp"
 #include "transport/batch_codec.hpp"
+#include "core/system_log.hpp"
 
 namespace stoker {
 
@@ -83,9 +83,9 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
     // a group's file sets it when the group forms).
     st.next_seq = resumed->next_seq;
     hello.resume_seq = resumed->next_seq;
-    caf::aout(self) << "trainer: resumed from step " << resumed->step
-                    << " (" << st.ledger->unique() - st.ledger->skipped()
-                    << " samples trained before)" << std::endl;
+    log_to(self->system()) << "trainer: resumed from step " << resumed->step
+                           << " (" << st.ledger->unique() - st.ledger->skipped()
+                           << " samples trained before)";
   }
   auto& e = st.expect;
   e.height = p.data.output.height;
@@ -136,9 +136,9 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
         s.hello.done_ids = s.consumed.sparse();
         self->send(s.router, credit_atom::value,
                    caf::actor_cast<trainer_actor>(self), s.hello);
-        caf::aout(self) << "trainer: said hello to the new head's router ("
-                        << s.ledger->unique() << " samples trained so far)"
-                        << std::endl;
+        log_to(self->system())
+          << "trainer: said hello to the new head's router ("
+          << s.ledger->unique() << " samples trained so far)";
         return;
       }
       if (s.grouped)
@@ -179,7 +179,7 @@ trainer_fn(trainer_ptr self, std::shared_ptr<step_engine> engine,
 // The GPU blur stage `pipeline.placement` asks for: none for cpu; for gpu
 // it must open; for auto a GPU-less trainer says so and the workers blur.
 caf::expected<std::shared_ptr<cuda_blur_stage>>
-open_gpu_blur(const run_config& cfg) {
+open_gpu_blur(const run_config& cfg, const log_sink& log) {
   auto placement = cfg.pipeline.router.placement;
   if (placement == blur_placement::cpu)
     return std::shared_ptr<cuda_blur_stage>{};
@@ -191,14 +191,12 @@ open_gpu_blur(const run_config& cfg) {
                           + describe(stage.error())
                           + "; expected a trainer with a CUDA device, or "
                             "pipeline.placement = \"cpu\" or \"auto\"");
-    std::cout << "trainer: pipeline.placement = \"auto\": "
-              << describe(stage.error()) << "; the workers blur everything"
-              << std::endl;
+    log.info("trainer: pipeline.placement = \"auto\": "
+             + describe(stage.error()) + "; the workers blur everything");
     return std::shared_ptr<cuda_blur_stage>{};
   }
-  std::cout << "trainer: the blur stage can run on " << stage->device_name()
-            << " (pipeline.placement = \"" << to_string(placement) << "\")"
-            << std::endl;
+  log.info("trainer: the blur stage can run on " + stage->device_name()
+           + " (pipeline.placement = \"" + to_string(placement) + "\")");
   return std::make_shared<cuda_blur_stage>(std::move(*stage));
 }
 
@@ -279,7 +277,7 @@ spawn_trainer(caf::actor_system& sys, const run_config& cfg,
       resumed = std::make_shared<const checkpoint>(std::move(*loaded));
     }
   }
-  auto gpu_blur = open_gpu_blur(cfg);
+  auto gpu_blur = open_gpu_blur(cfg, log_of(sys));
   if (!gpu_blur)
     return std::move(gpu_blur.error());
   std::shared_ptr<step_engine> shared = std::move(*engine);

@@ -13,7 +13,6 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
-#include <caf/actor_ostream.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include "stoker/actors.hpp"
@@ -31,6 +30,7 @@
 #include "train/trainer_state.hpp"
 #include "transport/batch_check.hpp"
 #include "transport/batch_codec.hpp"
+#include "core/system_log.hpp"
 
 namespace stoker::detail {
 
@@ -57,7 +57,7 @@ void log_progress(trainer_ptr self) {
     line << " [simulated accelerator]";
   else if (!st.engine->loop_driven()) // a loop prints its own loss
     line << ", loss " << std::setprecision(4) << st.stats.last_loss;
-  caf::aout(self) << line.str() << std::endl;
+  log_to(self->system()) << line.str();
   st.window_step_ns = st.window_wait_ns = 0;
 }
 
@@ -75,9 +75,9 @@ void close_phase(trainer_ptr self, uint64_t epoch, split part) {
   auto& s = self->state;
   // Every rank says what it skipped: ranks see different samples.
   for (auto& text : s.skips.take_epoch_lines(skip_phase(epoch, part)))
-    caf::aout(self) << s.line_start << "epoch " << epoch + 1
-                    << (part == split::test ? " (test)" : "") << ": "
-                    << text << std::endl;
+    log_to(self->system()) << s.line_start << "epoch " << epoch + 1
+                           << (part == split::test ? " (test)" : "") << ": "
+                           << text;
   auto& e = s.epochs[epoch];
   bool measured = !s.engine->simulated() && !s.engine->loop_driven();
   auto shown = [](double x) {
@@ -115,7 +115,7 @@ void close_phase(trainer_ptr self, uint64_t epoch, split part) {
     line << " [simulated accelerator]";
   // A group's epochs: every rank's are rank 0's; a loop prints its own.
   if (s.group.rank == 0 && !s.engine->loop_driven())
-    caf::aout(self) << s.line_start << line.str() << std::endl;
+    log_to(self->system()) << s.line_start << line.str();
   s.epochs.erase(epoch);
 }
 
@@ -496,8 +496,8 @@ void on_batch(trainer_ptr self, image_batch& batch) {
     ++s.stats.rejected_batches;
     if (s.stats.first_error.empty())
       s.stats.first_error = describe(err);
-    caf::aout(self) << s.line_start << "trainer: rejected " << describe(err)
-                    << std::endl;
+    log_to(self->system(), log_level::warning)
+      << s.line_start << "trainer: rejected " << describe(err);
     if (s.collective) {
       // The other ranks wait for this rank's step: it takes part with no
       // samples (they are missing from the ledger, and the report says

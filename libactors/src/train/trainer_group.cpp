@@ -1,12 +1,12 @@
 #include <algorithm>
 #include <cstring>
 
-#include <caf/actor_ostream.hpp>
 
 #include "stoker/errors.hpp"
 #include "data/epoch_plan.hpp"
 #include "train/group_store.hpp"
 #include "train/trainer_state.hpp"
+#include "core/system_log.hpp"
 
 // The trainer's data-parallel group (joining it, resuming it from rank 0's
 // checkpoint) and its checkpoints, alone or as a group.
@@ -45,11 +45,11 @@ bool save_checkpoint(trainer_ptr self, const router_actor& router) {
   // The router may forget the items acked so far: a restarted trainer
   // will not need them again.
   self->send(router, saved_atom::value);
-  caf::aout(self) << s.line_start << "checkpoint: step " << c.step
-                  << " saved to "
-                  << checkpoint_path(s.checkpoint_dir) << " ("
-                  << ns_between(t0, clock_type::now()) / 1000000 << " ms)"
-                  << std::endl;
+  log_to(self->system())
+    << s.line_start << "checkpoint: step " << c.step
+    << " saved to "
+    << checkpoint_path(s.checkpoint_dir) << " ("
+    << ns_between(t0, clock_type::now()) / 1000000 << " ms)";
   return true;
 }
 
@@ -90,12 +90,12 @@ bool save_group_checkpoint(trainer_ptr self, const router_actor& router) {
     return false;
   }
   self->send(router, saved_atom::value, std::move(next_seqs));
-  caf::aout(self) << s.line_start << "checkpoint: step " << c.step
-                  << " of "
-                  << s.group.world << " ranks saved to "
-                  << checkpoint_path(s.checkpoint_dir) << " ("
-                  << ns_between(t0, clock_type::now()) / 1000000 << " ms)"
-                  << std::endl;
+  log_to(self->system())
+    << s.line_start << "checkpoint: step " << c.step
+    << " of "
+    << s.group.world << " ranks saved to "
+    << checkpoint_path(s.checkpoint_dir) << " ("
+    << ns_between(t0, clock_type::now()) / 1000000 << " ms)";
   return true;
 }
 
@@ -175,12 +175,13 @@ bool resume_group(trainer_ptr self) {
   s.hello.resume_seq = c.next_seq;
   s.hello.done_below = c.done_below;
   s.hello.done_ids = c.done_ids;
-  caf::aout(self) << "trainer: rank " << s.group.rank << " resumed from the "
-                  << "group's checkpoint at step " << c.step << " ("
-                  << group_before << " samples trained before by the group of "
-                  << ckpt->ranks.size() << ", "
-                  << s.ledger->unique() - s.ledger->skipped()
-                  << " of them by this rank)" << std::endl;
+  log_to(self->system())
+    << "trainer: rank " << s.group.rank << " resumed from the "
+    << "group's checkpoint at step " << c.step << " ("
+    << group_before << " samples trained before by the group of "
+    << ckpt->ranks.size() << ", "
+    << s.ledger->unique() - s.ledger->skipped()
+    << " of them by this rank)";
   return true;
 }
 
@@ -272,9 +273,8 @@ bool join_group(trainer_ptr self, group_spec g) {
     o.backend = p.trainer.backend;
     o.timeout = p.trainer.collective_timeout;
     o.generation = g.generation;
-    caf::aout(self) << "trainer: rank " << g.rank << " of " << g.world
-                    << " joining the group at " << o.store_where
-                    << std::endl;
+    log_to(self->system()) << "trainer: rank " << g.rank << " of " << g.world
+                           << " joining the group at " << o.store_where;
     auto joined = collective_group::join(o);
     if (!joined) {
       self->quit(joined.error());

@@ -2,13 +2,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <iostream>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "stoker/errors.hpp"
-#include "core/log_line.hpp"
 #include "transport/sockets.hpp"
 
 namespace stoker {
@@ -181,12 +179,13 @@ void say(const gate_options& options, const std::string& what) {
 // -- gate ---------------------------------------------------------------------
 
 gate_options service_gate_options(std::string what,
-                                  std::shared_ptr<const tls_context> tls) {
+                                  std::shared_ptr<const tls_context> tls,
+                                  std::shared_ptr<const log_sink> log) {
   gate_options options;
   options.what = std::move(what);
   options.tls = std::move(tls);
-  options.log = [](const std::string& line) {
-    write_line(2, "stoker-node: " + line);
+  options.log = [log = std::move(log)](const std::string& line) {
+    log->warning("stoker-node: " + line);
   };
   return options;
 }

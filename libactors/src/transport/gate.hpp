@@ -13,6 +13,7 @@
 
 #include <caf/expected.hpp>
 
+#include "stoker/log.hpp"
 #include "transport/acceptor.hpp"
 #include "transport/gate_verdict.hpp"
 #include "transport/tls.hpp"
@@ -71,9 +72,10 @@ struct gate_options {
 
 /// A gate's options for a service that does not speak BASP (the console,
 /// the HTTP endpoints): mutual TLS with `tls`, no BASP check, the default
-/// limits, refusals said on standard error as "stoker-node: ...".
+/// limits, refusals said to `log` as warnings ("stoker-node: ...").
 gate_options service_gate_options(std::string what,
-                                  std::shared_ptr<const tls_context> tls);
+                                  std::shared_ptr<const tls_context> tls,
+                                  std::shared_ptr<const log_sink> log);
 
 /// A node's port as the network sees it: listens on bind:port and relays
 /// each accepted connection, once its TLS handshake has checked the peer's

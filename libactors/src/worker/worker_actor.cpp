@@ -5,7 +5,6 @@
 #include <optional>
 #include <stdexcept>
 
-#include <caf/actor_ostream.hpp>
 #include <caf/stateful_actor.hpp>
 #include <opencv2/core.hpp>
 
@@ -17,6 +16,7 @@
 #include "transport/batch_check.hpp"
 #include "transport/batch_codec.hpp"
 #include "worker/worker_pulse.hpp"
+#include "core/system_log.hpp"
 
 namespace stoker {
 
@@ -60,9 +60,10 @@ void deliver(worker_ptr self, image_batch&& batch,
       if (!opened && stopping)
         return; // told to shut down: no fallback, and nothing to say
       if (!opened) {
-        caf::aout(self) << "worker '" << st.stats.name << "': "
-                        << describe(opened.error())
-                        << "; sending batches as CAF messages" << std::endl;
+        log_to(self->system(), log_level::warning)
+          << "worker '" << st.stats.name << "': "
+          << describe(opened.error())
+          << "; sending batches as CAF messages";
         route.port = 0;
         break;
       }
@@ -76,8 +77,9 @@ void deliver(worker_ptr self, image_batch&& batch,
     }
     if (stopping)
       return; // told to shut down: no fallback, and nothing to say
-    caf::aout(self) << "worker '" << st.stats.name << "': " << describe(err)
-                    << "; sending batches as CAF messages" << std::endl;
+    log_to(self->system(), log_level::warning)
+      << "worker '" << st.stats.name << "': " << describe(err)
+      << "; sending batches as CAF messages";
     sender.reset();
     route.port = 0;
     break;
