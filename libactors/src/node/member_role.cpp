@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <iostream>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -15,7 +14,6 @@
 
 #include "stoker/errors.hpp"
 #include "stoker/registry.hpp"
-#include "core/log_line.hpp"
 #include "core/machine.hpp"
 #include "core/peak_rss.hpp"
 #include "node/actor_release.hpp"
@@ -161,92 +159,130 @@ private:
   std::ostringstream line_;
 };
 
-// A node's run until the head says shutdown (or is lost); returns the exit
-// code, and once the node ran, its actors in `ran` (stopped, or told to
-// stop). Its scoped actor ends with it: its mailbox may hold a message
-// from an actor (a trainer's second down message), which holds that actor.
-int run_member(caf::actor_system& sys, const run_config& cfg,
-               const registry& reg, node_links& links,
-               const trainer_hooks* hooks, std::string* failure,
-               std::optional<std::vector<caf::actor>>& ran) {
-  auto fail = [failure, &sys] { return said_failure{log_of(sys), failure}; };
-  auto& c = cfg.node.cluster;
-  log_to(sys)
-    << "stoker-node: role " << to_string(cfg.node.role) << ", node "
-    << cfg.node.name << ", head " << c.head_host << ":" << c.head_port;
-  if (cfg.node.console.terminal || cfg.node.console.port != 0)
-    log_to(sys) << "stoker-node: console.* ignored: the console runs on the "
-                   "head (attach to it there)";
-  auto head = connect_to_head(sys, c, links);
-  if (!head) {
-    fail() << "stoker-node: " << describe(head.error());
-    return 1;
+// A worker or trainer node's run, in named steps: join the head (hello,
+// the pipeline checked, the local actors started), serve it until it says
+// shutdown or is lost, come back to a head started again, stop the local
+// actors. A step that fails says why (said_failure) and leaves the exit
+// code in code_. Its scoped actor ends with it: its mailbox may hold a
+// message from an actor (a trainer's second down message), which holds
+// that actor.
+class member_run {
+public:
+  member_run(caf::actor_system& sys, const run_config& cfg,
+             const registry& reg, node_links& links,
+             const trainer_hooks* hooks, std::string* failure)
+    : sys_(sys),
+      cfg_(cfg),
+      reg_(reg),
+      links_(links),
+      hooks_(hooks),
+      failure_(failure),
+      self_(sys),
+      head_at_(cfg.node.cluster.head_host + ":"
+               + std::to_string(cfg.node.cluster.head_port)) {
+    // nop
   }
-  caf::scoped_actor self{sys};
-  self->monitor(*head);
-  bool worker = cfg.node.role == role_kind::worker;
-  node_info info;
-  info.name = cfg.node.name;
-  info.host = cfg.node.host;
-  info.role = cfg.node.role;
-  info.cores = std::max(1u, std::thread::hardware_concurrency());
-  info.memory_bytes = physical_memory_bytes();
-  info.workers = worker ? cfg.node.workers : 0;
-  info.device = worker ? "" : to_string(cfg.node.trainer.device);
-  info.trainers = worker ? 0 : trainers_on_node(cfg.node.trainer);
-  info.control = caf::actor_cast<caf::actor>(self);
-  caf::expected<welcome> hello{caf::error{}};
-  self->request(*head, c.join_timeout, hello_atom::value, info)
-    .receive([&](welcome& w) { hello = std::move(w); },
-             [&](caf::error& err) { hello = std::move(err); });
-  if (!hello) {
-    fail() << "stoker-node: the head did not take node '" << cfg.node.name
-           << "': " << describe(hello.error());
-    return 1;
+
+  // The exit code; once the node ran, its actors in `ran` (stopped, or
+  // told to stop).
+  int run(std::optional<std::vector<caf::actor>>& ran) {
+    if (!join())
+      return 1;
+    while (serve()) { // the head was lost
+      code_ = 1;
+      if (!come_back())
+        break;
+      code_ = 0;
+    }
+    stop_local(ran);
+    return code_;
   }
-  // The head's pipeline is the one this node runs: refuse to join if this
-  // build cannot run it (another binary, without the user's entries).
-  // Nor a batch this machine can never hold (the head checked its own).
-  auto err = check_pipeline_names(reg, hello->pipeline);
-  if (!err)
-    err = check_batch_fits(hello->pipeline, physical_memory_bytes());
-  if (err) {
-    fail() << "stoker-node: node '" << cfg.node.name
-           << "' refuses to join: " << describe(err);
-    return 1;
-  }
-  // From here on this node runs the head's pipeline with its own settings.
-  run_config mine{cfg.node, std::move(hello->pipeline)};
-  note_caf_batches(mine, log_of(sys));
-  auto local = worker
-                 ? start_workers(sys, self, mine, *hello, *head, reg, links)
-                 : start_trainers(sys, self, mine, *hello, *head, reg, links,
-                                  hooks);
-  if (!local) {
-    fail() << "stoker-node: " << describe(local.error());
-    return 1;
-  }
-  {
-    auto line = log_to(sys);
-    line << to_string(cfg.node.role) << " '" << cfg.node.name << "' joined; "
-         << local->actors.size() << " actor(s) running";
-    for (auto port : local->ports)
-      line << "; port " << cfg.node.cluster.bind << ":" << port;
-    for (auto& stream : local->streams)
-      line << "; batch stream on " << cfg.node.cluster.bind << ":"
+
+private:
+  bool worker() const { return cfg_.node.role == role_kind::worker; }
+
+  said_failure fail() const { return said_failure{log_of(sys_), failure_}; }
+
+  // Reaches the head, says hello, checks its pipeline against this build
+  // and machine, starts this node's actors; false: said why.
+  bool join() {
+    auto& c = cfg_.node.cluster;
+    log_to(sys_) << "stoker-node: role " << to_string(cfg_.node.role)
+                 << ", node " << cfg_.node.name << ", head " << head_at_;
+    if (cfg_.node.console.terminal || cfg_.node.console.port != 0)
+      log_to(sys_) << "stoker-node: console.* ignored: the console runs on "
+                      "the head (attach to it there)";
+    auto head = connect_to_head(sys_, c, links_);
+    if (!head) {
+      fail() << "stoker-node: " << describe(head.error());
+      return false;
+    }
+    head_ = std::move(*head);
+    self_->monitor(head_);
+    info_.name = cfg_.node.name;
+    info_.host = cfg_.node.host;
+    info_.role = cfg_.node.role;
+    info_.cores = std::max(1u, std::thread::hardware_concurrency());
+    info_.memory_bytes = physical_memory_bytes();
+    info_.workers = worker() ? cfg_.node.workers : 0;
+    info_.device = worker() ? "" : to_string(cfg_.node.trainer.device);
+    info_.trainers = worker() ? 0 : trainers_on_node(cfg_.node.trainer);
+    info_.control = caf::actor_cast<caf::actor>(self_);
+    caf::expected<welcome> hello{caf::error{}};
+    self_->request(head_, c.join_timeout, hello_atom::value, info_)
+      .receive([&](welcome& w) { hello = std::move(w); },
+               [&](caf::error& err) { hello = std::move(err); });
+    if (!hello) {
+      fail() << "stoker-node: the head did not take node '"
+             << cfg_.node.name << "': " << describe(hello.error());
+      return false;
+    }
+    hello_ = std::move(*hello);
+    // The head's pipeline is the one this node runs: refuse to join if
+    // this build cannot run it (another binary, without the user's
+    // entries). Nor a batch this machine can never hold (the head checked
+    // its own).
+    auto err = check_pipeline_names(reg_, hello_.pipeline);
+    if (!err)
+      err = check_batch_fits(hello_.pipeline, physical_memory_bytes());
+    if (err) {
+      fail() << "stoker-node: node '" << cfg_.node.name
+             << "' refuses to join: " << describe(err);
+      return false;
+    }
+    // From here on this node runs the head's pipeline with its own
+    // settings.
+    mine_ = run_config{cfg_.node, hello_.pipeline};
+    note_caf_batches(mine_, log_of(sys_));
+    auto local = worker() ? start_workers(sys_, self_, mine_, hello_, head_,
+                                          reg_, links_)
+                          : start_trainers(sys_, self_, mine_, hello_, head_,
+                                           reg_, links_, hooks_);
+    if (!local) {
+      fail() << "stoker-node: " << describe(local.error());
+      return false;
+    }
+    local_ = std::move(*local);
+    auto line = log_to(sys_);
+    line << to_string(cfg_.node.role) << " '" << cfg_.node.name
+         << "' joined; " << local_.actors.size() << " actor(s) running";
+    for (auto port : local_.ports)
+      line << "; port " << cfg_.node.cluster.bind << ":" << port;
+    for (auto& stream : local_.streams)
+      line << "; batch stream on " << cfg_.node.cluster.bind << ":"
            << stream->port();
+    return true;
   }
-  int code = 0;
-  uint32_t world = 0; // the group's size, once the head says
-  uint32_t restarts = 0;
-  // The head pings every node a fifth of this apart (membership_actor): a
-  // head silent this long is hung (kill -STOP keeps its connections open,
-  // so no down message comes).
-  auto silence = mine.pipeline.router.heartbeat_timeout;
-  auto head_at = c.head_host + ":" + std::to_string(c.head_port);
-  for (bool head_lost = false;; head_lost = false) {
+
+  // Answers the head until it says shutdown (false) or is lost (true: it
+  // went away, or was silent for cluster.heartbeat-timeout; the head pings
+  // every node a fifth of that apart, and kill -STOP keeps its connections
+  // open, so no down message comes).
+  bool serve() {
+    auto silence = mine_.pipeline.router.heartbeat_timeout;
+    bool head_lost = false;
     for (bool running = true; running;)
-      self->receive(
+      self_->receive(
         [&](shutdown_atom) {
           running = false;
           return done_atom::value;
@@ -254,7 +290,7 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
         [&](ping_atom) {
           // Answered from this thread, which never trains: a rank hung in
           // a collective still answers, a stopped process does not.
-          self->send(*head, node_alive{cfg.node.name});
+          self_->send(head_, node_alive{cfg_.node.name});
         },
         [&](run_failure_note& note) {
           fail() << "stoker-node: the head says the run failed: "
@@ -263,159 +299,186 @@ int run_member(caf::actor_system& sys, const run_config& cfg,
         [&](run_refusal& refusal) {
           fail() << "stoker-node: the head refused the run: "
                  << refusal.reason;
-          code = 2;
+          code_ = 2;
         },
-        [&](trainer_endpoint& t) {
-          // A trainer joined after this worker node: connect, and give every
-          // local worker its batch stream.
-          auto direct = links.connect_retrying<trainer_actor>(
-            sys, t.host, t.port, "trainer '" + t.node + "'",
-            c.connect_timeout);
-          if (!direct) {
-            log_of(sys).error("stoker-node: "
-                              + describe(direct.error()));
-            return;
-          }
-          if (t.data_port != 0)
-            for (auto& a : local->actors)
-              self->send(a, batch_route{*direct, t.host, t.data_port,
-                                        t.stream_token});
-        },
+        [&](trainer_endpoint& t) { reach_trainer(t); },
         [&](caf::down_msg& msg) {
-          if (msg.source == caf::actor_cast<caf::actor_addr>(*head)) {
-            fail() << "stoker-node: the head at " << head_at
+          if (msg.source == caf::actor_cast<caf::actor_addr>(head_)) {
+            fail() << "stoker-node: the head at " << head_at_
                    << " went away before the run ended"
                    << (msg.reason ? ": " + describe(msg.reason) : "");
             head_lost = true;
             running = false;
             return;
           }
-          // One of this node's trainers stopped. In a group that saves
-          // checkpoints the group goes back to its last one and every rank
-          // forms it again: this node starts that rank's trainer anew.
-          auto at = std::find_if(local->actors.begin(), local->actors.end(),
-                                 [&](auto& a) {
-                                   return a.address() == msg.source;
-                                 });
-          if (at == local->actors.end())
-            return;
-          auto k = static_cast<size_t>(at - local->actors.begin());
-          auto index = local->indices[k];
-          // One refused for a setting would be refused again; a loop of
-          // this process (hooks) cannot take a new trainer's batches.
-          if (world <= 1 || mine.node.trainer.checkpoint_dir.empty()
-              || is(msg.reason, errc::invalid_config) || hooks != nullptr) {
-            if (msg.reason && msg.reason != caf::exit_reason::user_shutdown)
-              fail() << "stoker-node: trainer " << cfg.node.name << "/"
-                     << index << " stopped: " << describe(msg.reason);
-            return;
-          }
-          if (++restarts > max_trainer_restarts) {
-            fail() << "stoker-node: trainer " << cfg.node.name << "/"
-                   << index << " stopped (" << describe(msg.reason)
-                   << ") after " << max_trainer_restarts
-                   << " restarts; not starting it again";
-            return;
-          }
-          local->actors.erase(at);
-          local->indices.erase(local->indices.begin()
-                               + static_cast<std::ptrdiff_t>(k));
-          local->places.erase(local->places.begin()
-                              + static_cast<std::ptrdiff_t>(k));
-          auto again = mine;
-          again.node.resume = false; // the group's rank 0 sends the state
-          auto started = start_trainer(sys, again, hello->router, reg, index,
-                                       *local, links, nullptr);
-          if (!started) {
-            fail() << "stoker-node: cannot start trainer " << cfg.node.name
-                   << "/" << index << " again: "
-                   << describe(started.error());
-            return;
-          }
-          log_to(sys) << "trainer " << cfg.node.name << "/" << index
-                      << " stopped (" << describe(msg.reason)
-                      << "); started again to rejoin its group";
-          self->monitor(started->first);
-          local->indices.push_back(index);
-          self->send(*head, join_atom::value, cfg.node.name,
-                     std::vector<trainer_actor>{started->first},
-                     std::vector<trainer_endpoint>{started->second});
+          trainer_stopped(msg);
         },
-        [&](world_atom, uint32_t w) { world = w; },
+        [&](world_atom, uint32_t w) { world_ = w; },
         caf::after(silence) >> [&] {
-          fail() << "stoker-node: the head at " << head_at
+          fail() << "stoker-node: the head at " << head_at_
                  << " has been silent for " << silence.count()
                  << " ms (cluster.heartbeat-timeout): it is hung or cut "
                     "off";
           head_lost = true;
           running = false;
         });
-    if (!head_lost)
-      break;
-    code = 1;
-    if (!hello->resumable) {
-      fail() << "stoker-node: node '" << cfg.node.name
+    return head_lost;
+  }
+
+  // A trainer joined after this worker node: connect, and give every
+  // local worker its batch stream.
+  void reach_trainer(const trainer_endpoint& t) {
+    auto direct = links_.connect_retrying<trainer_actor>(
+      sys_, t.host, t.port, "trainer '" + t.node + "'",
+      cfg_.node.cluster.connect_timeout);
+    if (!direct) {
+      log_of(sys_).error("stoker-node: " + describe(direct.error()));
+      return;
+    }
+    if (t.data_port != 0)
+      for (auto& a : local_.actors)
+        self_->send(a, batch_route{*direct, t.host, t.data_port,
+                                   t.stream_token});
+  }
+
+  // One of this node's trainers stopped. In a group that saves
+  // checkpoints the group goes back to its last one and every rank forms
+  // it again: this node starts that rank's trainer anew.
+  void trainer_stopped(const caf::down_msg& msg) {
+    auto at = std::find_if(local_.actors.begin(), local_.actors.end(),
+                           [&](auto& a) { return a.address() == msg.source; });
+    if (at == local_.actors.end())
+      return;
+    auto k = static_cast<size_t>(at - local_.actors.begin());
+    auto index = local_.indices[k];
+    // One refused for a setting would be refused again; a loop of this
+    // process (hooks) cannot take a new trainer's batches.
+    if (world_ <= 1 || mine_.node.trainer.checkpoint_dir.empty()
+        || is(msg.reason, errc::invalid_config) || hooks_ != nullptr) {
+      if (msg.reason && msg.reason != caf::exit_reason::user_shutdown)
+        fail() << "stoker-node: trainer " << cfg_.node.name << "/" << index
+               << " stopped: " << describe(msg.reason);
+      return;
+    }
+    if (++restarts_ > max_trainer_restarts) {
+      fail() << "stoker-node: trainer " << cfg_.node.name << "/" << index
+             << " stopped (" << describe(msg.reason) << ") after "
+             << max_trainer_restarts << " restarts; not starting it again";
+      return;
+    }
+    local_.actors.erase(at);
+    local_.indices.erase(local_.indices.begin()
+                         + static_cast<std::ptrdiff_t>(k));
+    local_.places.erase(local_.places.begin()
+                        + static_cast<std::ptrdiff_t>(k));
+    auto again = mine_;
+    again.node.resume = false; // the group's rank 0 sends the state
+    auto started = start_trainer(sys_, again, hello_.router, reg_, index,
+                                 local_, links_, nullptr);
+    if (!started) {
+      fail() << "stoker-node: cannot start trainer " << cfg_.node.name << "/"
+             << index << " again: " << describe(started.error());
+      return;
+    }
+    log_to(sys_) << "trainer " << cfg_.node.name << "/" << index
+                 << " stopped (" << describe(msg.reason)
+                 << "); started again to rejoin its group";
+    self_->monitor(started->first);
+    local_.indices.push_back(index);
+    self_->send(head_, join_atom::value, cfg_.node.name,
+                std::vector<trainer_actor>{started->first},
+                std::vector<trainer_endpoint>{started->second});
+  }
+
+  // The head was lost: where it journals its run and no group met at it,
+  // this node keeps its work and joins the head started again; false: it
+  // stops (said why).
+  bool come_back() {
+    if (!hello_.resumable) {
+      fail() << "stoker-node: node '" << cfg_.node.name
              << "' stops (the head keeps no journal: set "
                 "cluster.state-dir on the head for nodes that outlive it)";
-      break;
+      return false;
     }
-    if (world > 1) {
-      fail() << "stoker-node: node '" << cfg.node.name
+    if (world_ > 1) {
+      fail() << "stoker-node: node '" << cfg_.node.name
              << "' stops: its data-parallel group met at the head's "
                 "store, which went with it (start the run again, the "
                 "trainers with --resume from the group's checkpoint)";
-      break;
+      return false;
     }
-    log_to(sys) << "node '" << cfg.node.name
-                << "' keeps its work and tries to reach the head again for "
-                << c.connect_timeout.count() << " ms (cluster.connect-timeout)";
-    auto back = rejoin_head(sys, self, mine, info, *local, head->node(),
-                            links);
+    log_to(sys_) << "node '" << cfg_.node.name
+                 << "' keeps its work and tries to reach the head again for "
+                 << cfg_.node.cluster.connect_timeout.count()
+                 << " ms (cluster.connect-timeout)";
+    auto back = rejoin_head(sys_, self_, mine_, info_, local_, head_.node(),
+                            links_);
     if (!back) {
       fail() << "stoker-node: " << describe(back.error()) << "; node '"
-             << cfg.node.name << "' stops";
-      break;
+             << cfg_.node.name << "' stops";
+      return false;
     }
-    head = std::move(back->first);
-    hello = std::move(back->second);
-    code = 0;
-    log_to(sys) << to_string(cfg.node.role) << " '" << cfg.node.name
-                << "' rejoined the head at " << head_at << " with its "
-                << local->actors.size() << " actor(s)";
+    head_ = std::move(back->first);
+    hello_ = std::move(back->second);
+    log_to(sys_) << to_string(cfg_.node.role) << " '" << cfg_.node.name
+                 << "' rejoined the head at " << head_at_ << " with its "
+                 << local_.actors.size() << " actor(s)";
+    return true;
   }
-  // Stop the local actors and wait until they are gone, so the actor
-  // system's shutdown has nothing left to wait for.
-  *local->stopping = true;
-  for (auto& a : local->actors) {
-    self->monitor(a);
-    self->send_exit(a, caf::exit_reason::user_shutdown);
+
+  // Stops the local actors and waits (5 s at most) until they are gone,
+  // so the actor system's shutdown has nothing left to wait for; those
+  // that stopped go to `ran`.
+  void stop_local(std::optional<std::vector<caf::actor>>& ran) {
+    *local_.stopping = true;
+    for (auto& a : local_.actors) {
+      self_->monitor(a);
+      self_->send_exit(a, caf::exit_reason::user_shutdown);
+    }
+    // Trainers are watched twice (since they started, and now): each
+    // counts once.
+    std::set<caf::actor_addr> running;
+    for (auto& a : local_.actors)
+      running.insert(a.address());
+    size_t alive = running.size();
+    bool waiting = true;
+    self_->receive_while([&] { return waiting && alive > 0; })(
+      [&](caf::down_msg& msg) { alive -= running.erase(msg.source); },
+      [&](shutdown_atom) { return done_atom::value; },
+      caf::after(std::chrono::seconds(5)) >> [&] { waiting = false; });
+    if (alive > 0)
+      fail() << "stoker-node: " << alive
+             << " local actor(s) did not stop within 5 s";
+    for (auto& stream : local_.streams)
+      log_to(sys_) << "batch stream: " << stream->frames()
+                   << " batch(es) received";
+    // Those that stopped; waiting for the rest to be destroyed would only
+    // add to the 5 s (a trainer blocked handing a batch to a loop that
+    // never takes it stops once its embedder closes the loop's feed).
+    ran.emplace();
+    for (auto& a : local_.actors)
+      if (running.count(a.address()) == 0)
+        ran->push_back(std::move(a));
+    // each stream (holding its trainer) ends with local_
   }
-  // Trainers are watched twice (since they started, and now): each
-  // counts once.
-  std::set<caf::actor_addr> running;
-  for (auto& a : local->actors)
-    running.insert(a.address());
-  size_t alive = running.size();
-  bool waiting = true;
-  self->receive_while([&] { return waiting && alive > 0; })(
-    [&](caf::down_msg& msg) { alive -= running.erase(msg.source); },
-    [&](shutdown_atom) { return done_atom::value; },
-    caf::after(std::chrono::seconds(5)) >> [&] { waiting = false; });
-  if (alive > 0)
-    fail() << "stoker-node: " << alive
-           << " local actor(s) did not stop within 5 s";
-  for (auto& stream : local->streams)
-    log_to(sys) << "batch stream: " << stream->frames()
-                << " batch(es) received";
-  // Those that stopped; waiting for the rest to be destroyed would only
-  // add to the 5 s (a trainer blocked handing a batch to a loop that never
-  // takes it stops once its embedder closes the loop's feed).
-  ran.emplace();
-  for (auto& a : local->actors)
-    if (running.count(a.address()) == 0)
-      ran->push_back(std::move(a));
-  return code; // each stream (holding its trainer) ends with `local`
-}
+
+  caf::actor_system& sys_;
+  const run_config& cfg_;
+  const registry& reg_;
+  node_links& links_;
+  const trainer_hooks* hooks_;
+  std::string* failure_;
+  caf::scoped_actor self_;
+  std::string head_at_;
+  membership_actor head_;
+  node_info info_;
+  welcome hello_;
+  run_config mine_;  // the head's pipeline with this node's settings
+  local_part local_; // this node's actors
+  int code_ = 0;
+  uint32_t world_ = 0; // the group's size, once the head says
+  uint32_t restarts_ = 0;
+};
 
 } // namespace
 
@@ -423,7 +486,7 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
                      const registry& reg, node_links& links,
                      const trainer_hooks* hooks, std::string* failure) {
   std::optional<std::vector<caf::actor>> ran;
-  auto code = run_member(sys, cfg, reg, links, hooks, failure, ran);
+  auto code = member_run{sys, cfg, reg, links, hooks, failure}.run(ran);
   if (!ran)
     return code; // it never ran (said why)
   // A stopped trainer's down message to the head's router may not have
