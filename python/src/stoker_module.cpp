@@ -53,6 +53,23 @@ struct batch_meta {
   std::vector<uint64_t> checksums;
 };
 
+/// The loop's events (the package's _run turns them into iteration):
+/// a batch to train on or evaluate, the end of a phase, the run's end.
+struct batch_event {
+  py::object images;
+  py::object labels;
+  py::object info; // a BatchInfo
+};
+
+struct phase_end_event {
+  uint64_t epoch = 0;
+  std::string part; // "train" or "test"
+};
+
+struct run_ended_event {
+  std::optional<std::string> error; // None: the run ended as it should
+};
+
 std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
@@ -167,10 +184,9 @@ public:
       throw std::invalid_argument(describe(err));
   }
 
-  /// The next event as a tuple, waiting up to `timeout_ms` with the GIL
-  /// released, after releasing the batch the loop holds if `release_first`
-  /// (one call per batch): ("batch", images, labels, BatchInfo),
-  /// ("phase_end", epoch, part) or ("finished", error or None); None on a
+  /// The next event, waiting up to `timeout_ms` with the GIL released,
+  /// after releasing the batch the loop holds if `release_first` (one
+  /// call per batch): a BatchEvent, PhaseEnd or RunEnded; None on a
   /// timeout (the caller checks for Ctrl-C and asks again).
   py::object next(int64_t timeout_ms, bool release_first) {
     // One that is there already is taken without giving up the GIL (a
@@ -184,12 +200,14 @@ public:
       return py::none();
     switch (e->kind) {
       case loop_event::kind_type::phase_end:
-        return py::make_tuple("phase_end", e->epoch,
-                              e->part == split::train ? "train" : "test");
-      case loop_event::kind_type::finished:
+        return py::cast(phase_end_event{
+          e->epoch, e->part == split::train ? "train" : "test"});
+      case loop_event::kind_type::finished: {
+        run_ended_event ended;
         if (e->error)
-          return py::make_tuple("finished", describe(e->error));
-        return py::make_tuple("finished", py::none());
+          ended.error = describe(e->error);
+        return py::cast(std::move(ended));
+      }
       case loop_event::kind_type::batch:
         break;
     }
@@ -220,7 +238,8 @@ public:
     meta->part = b.part == split::train ? "train" : "test";
     meta->sample_ids = std::move(b.sample_ids);
     meta->checksums = std::move(b.checksums);
-    return py::make_tuple("batch", images, labels, std::move(meta));
+    return py::cast(batch_event{py::cast(images), py::cast(labels),
+                                py::cast(std::move(meta))});
   }
 
   void release() { run_->release(); }
@@ -326,6 +345,7 @@ std::vector<uint64_t> image_checksums(const torch::Tensor& images) {
 PYBIND11_MODULE(_stoker, m) {
   m.doc() = "Stoker's native part: a run whose trainer is this process's "
             "Python loop (use the stoker package, not this module)";
+  m.attr("__version__") = STOKER_VERSION;
   py::class_<batch_meta>(m, "BatchInfo",
                          "Where the batch a loop got last came from: its "
                          "epoch, its batch id (unique over the run), its "
@@ -341,6 +361,19 @@ PYBIND11_MODULE(_stoker, m) {
              + std::to_string(meta.batch_id) + ", "
              + std::to_string(meta.sample_ids.size()) + " samples)";
     });
+  py::class_<batch_event>(m, "BatchEvent",
+                          "A batch for the loop: images, labels and its "
+                          "BatchInfo")
+    .def_readonly("images", &batch_event::images)
+    .def_readonly("labels", &batch_event::labels)
+    .def_readonly("info", &batch_event::info);
+  py::class_<phase_end_event>(m, "PhaseEnd",
+                              "The phase (epoch, part) has no more batches")
+    .def_readonly("epoch", &phase_end_event::epoch)
+    .def_readonly("part", &phase_end_event::part);
+  py::class_<run_ended_event>(m, "RunEnded",
+                              "The run ended; error: why it failed, or None")
+    .def_readonly("error", &run_ended_event::error);
   py::class_<line_queue, std::shared_ptr<line_queue>>(
     m, "LineQueue",
     "A run's lines on their way to the logger 'stoker' (the package's "
