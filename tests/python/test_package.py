@@ -25,7 +25,7 @@ def test_pip_installs_a_typed_package_of_stokers_version():
         for name in ("__init__.py", "py.typed", "_stoker.pyi", "loader.py",
                      "trainer.py"):
             assert os.path.exists(os.path.join(package, name)), name
-        keys = small_run(pipeline={"epochs": 1})
+        keys = small_run()  # 192 samples x 2 epochs
         code = f"""
 import importlib.metadata, stoker
 assert stoker.__file__.startswith({target!r}), stoker.__file__
@@ -42,4 +42,4 @@ print("version", stoker.__version__, "samples", n)
         assert ran.returncode == 0, ran.stdout + ran.stderr
         with open(os.path.join(SOURCE_DIR, "CMakeLists.txt")) as f:
             version = f.read().split("project(stoker VERSION ")[1].split()[0]
-        assert f"version {version} samples 192" in ran.stdout, ran.stdout
+        assert f"version {version} samples 384" in ran.stdout, ran.stdout
