@@ -1,5 +1,6 @@
 #include "stoker/counter_rng.hpp"
 
+#include "core/cpu_features.hpp"
 #include "core/philox.hpp"
 
 #include <cstring>
@@ -51,22 +52,15 @@ float counter_rng::uniform(uint32_t index) const noexcept {
 }
 
 bool supports(simd_path path) noexcept {
-#if defined(__x86_64__) || defined(__i386__)
   switch (path) {
     case simd_path::avx512:
-      return __builtin_cpu_supports("avx512f")
-             && __builtin_cpu_supports("avx512vl")
-             && __builtin_cpu_supports("avx512dq")
-             && __builtin_cpu_supports("avx512bw");
+      return this_cpu().avx512_skx;
     case simd_path::avx2:
-      return __builtin_cpu_supports("avx2");
+      return this_cpu().avx2;
     case simd_path::portable:
       return true;
   }
   return false;
-#else
-  return path == simd_path::portable;
-#endif
 }
 
 simd_path best_simd_path() noexcept {

@@ -10,6 +10,7 @@
 
 #include "stoker/errors.hpp"
 #include "stoker/messages.hpp"
+#include "core/cpu_features.hpp"
 #include "core/checksum.hpp"
 #include "kernels/blur_chain.hpp"
 
@@ -19,12 +20,11 @@
 namespace stoker {
 
 bool cpu_supports(cpu_isa isa) noexcept {
-  // GCC's CPU model checks the OS saves the vector state (XCR0) too.
   switch (isa) {
     case cpu_isa::avx512:
-      return __builtin_cpu_supports("avx512f");
+      return this_cpu().avx512f;
     case cpu_isa::avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+      return this_cpu().avx2 && this_cpu().fma;
     case cpu_isa::automatic:
     case cpu_isa::scalar:
       return true;

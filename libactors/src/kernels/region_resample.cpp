@@ -14,6 +14,7 @@
 #  include <immintrin.h>
 #endif
 
+#include "core/cpu_features.hpp"
 #include "kernels/region_resample_parts.hpp"
 #include "stoker/counter_rng.hpp"
 
@@ -394,14 +395,7 @@ resample_pass resample_into(const jpeg_region& r, const pixel_finish& finish,
 } // namespace
 
 bool supports_byte_permutes() noexcept {
-#if defined(__x86_64__)
-  static const bool vbmi = __builtin_cpu_supports("avx512f")
-                           && __builtin_cpu_supports("avx512bw")
-                           && __builtin_cpu_supports("avx512vbmi");
-  return vbmi;
-#else
-  return false;
-#endif
+  return this_cpu().avx512_vbmi;
 }
 
 cv::Mat resample_region(const jpeg_region& r, int out_w, int out_h,
