@@ -2,10 +2,10 @@
 module) with this repository's CMake, for pip's setuptools backend
 (pyproject.toml). The version is the CMake project's.
 
-STOKER_BUILD_DIR: an already configured build tree to build the module in
-(its objects are reused; the package test uses the test's own build);
-default: a tree of setuptools' own under build/. STOKER_BUILD_JOBS: make's
-parallelism (default: every core).
+BUILD_DIR (as tools/setup and every tool take it): an already configured
+build tree to build the module in (its objects are reused; the package
+test uses the test's own build); default: a tree of setuptools' own under
+build/. STOKER_BUILD_JOBS: make's parallelism (default: every core).
 """
 
 import os
@@ -35,11 +35,11 @@ class cmake_extension(Extension):
 
 
 class cmake_build(build_ext):
-    """Configures (unless STOKER_BUILD_DIR is given) and builds the CMake
+    """Configures (unless BUILD_DIR is given) and builds the CMake
     target stoker_python, then puts its module where setuptools wants it."""
 
     def build_extension(self, ext):
-        tree = os.environ.get("STOKER_BUILD_DIR") or os.path.join(
+        tree = os.environ.get("BUILD_DIR") or os.path.join(
             ROOT, "build", "pip")
         tree = os.path.abspath(tree)
         if not os.path.exists(os.path.join(tree, "CMakeCache.txt")):

@@ -11,9 +11,9 @@ from conftest import SOURCE_DIR, small_run
 
 
 def test_pip_installs_a_typed_package_of_stokers_version():
-    build = os.environ["STOKER_BUILD_DIR"]  # its objects are reused
+    build = os.environ["BUILD_DIR"]  # its objects are reused
     with tempfile.TemporaryDirectory(prefix="stoker-pip-") as target:
-        env = dict(os.environ, STOKER_BUILD_DIR=build, STOKER_BUILD_JOBS="1",
+        env = dict(os.environ, BUILD_DIR=build, STOKER_BUILD_JOBS="1",
                    PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
         env.pop("PYTHONPATH", None)
         done = subprocess.run(
@@ -32,7 +32,8 @@ assert stoker.__file__.startswith({target!r}), stoker.__file__
 assert stoker.__version__ == importlib.metadata.version("stoker"), \\
     (stoker.__version__, importlib.metadata.version("stoker"))
 with stoker.DataLoader(**{keys!r}) as loader:
-    n = sum(len(labels) for _, labels in loader)
+    n = sum(len(labels) for epoch in range(loader.epochs)
+            for _, labels in loader)
 print("version", stoker.__version__, "samples", n)
 """
         env = dict(os.environ, PYTHONPATH=target)
