@@ -168,6 +168,10 @@ public:
     auto opened = embedded_run::open(std::move(options), builtin_registry());
     if (!opened)
       throw std::invalid_argument(describe(opened.error()));
+    if (*opened == nullptr)
+      throw std::invalid_argument(
+        "--help, --long-help and --dump-config print and exit; expected "
+        "a run's settings");
     run_ = std::move(*opened);
   }
 

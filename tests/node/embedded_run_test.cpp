@@ -1,7 +1,12 @@
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <thread>
+
+#include <unistd.h>
 #include <set>
 #include <string>
 #include <vector>
@@ -177,6 +182,75 @@ BOOST_AUTO_TEST_CASE(settings_an_embedded_loop_cannot_run_are_named) {
   BOOST_TEST(is(bad, errc::invalid_config));
   BOOST_TEST(describe(bad).find("the state_dict's cursor") != std::string::npos,
              describe(bad));
+}
+
+BOOST_AUTO_TEST_CASE(a_head_a_worker_and_a_trainer_run_in_one_process) {
+  // Every role, as stoker-node runs it (options.loop = false), each its
+  // own actor system, over loopback.
+  auto port_file = "/tmp/stoker-embedded-" + std::to_string(::getpid())
+                   + ".port";
+  std::remove(port_file.c_str());
+  auto node = [](std::vector<std::string> args) {
+    embed_options options;
+    options.args = std::move(args);
+    options.args.insert(options.args.end(),
+                        {"--trainer.device=sim", "--pipeline.height=32",
+                         "--pipeline.width=32", "--progress=off"});
+    options.log = [](const log_record&) {};
+    options.loop = false;
+    auto opened = stoker::embedded_run::open(std::move(options), builtin_registry());
+    if (!opened)
+      BOOST_FAIL(describe(opened.error()));
+    BOOST_REQUIRE(!(*opened)->start(std::nullopt, 0, 1));
+    return std::move(*opened);
+  };
+  auto head = node({"--role=head", "--cluster.port=0",
+                    "--cluster.port-file=" + port_file,
+                    "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+                    "--pipeline.dataset-size=96", "--pipeline.batch-size=16"});
+  BOOST_TEST((head->role() == role_kind::head));
+  std::string port;
+  for (int i = 0; i < 200 && port.empty(); ++i) {
+    std::this_thread::sleep_for(50ms);
+    std::ifstream in{port_file};
+    std::getline(in, port);
+  }
+  BOOST_REQUIRE(!port.empty());
+  std::remove(port_file.c_str());
+  auto at = "--cluster.head=127.0.0.1:" + port;
+  auto trainer = node({"--role=trainer", "--node.name=t-0", at});
+  auto worker = node({"--role=worker", "--node.name=w-a", "--worker.count=1",
+                      at});
+  for (auto* r : {&head, &trainer, &worker}) {
+    std::optional<loop_event> e;
+    for (int i = 0; i < 600; ++i)
+      if ((e = (*r)->next(100ms)))
+        break;
+    BOOST_REQUIRE(e);
+    BOOST_TEST((e->kind == loop_event::kind_type::finished));
+    BOOST_TEST(!e->error, describe(e->error));
+    BOOST_TEST(exit_code(e->error) == 0);
+    BOOST_TEST((*r)->join(20s));
+  }
+  auto report = head->report();
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->samples_delivered == 96u);
+  BOOST_TEST(report->exactly_once());
+  BOOST_TEST(!trainer->report()); // a member's report is its head's
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_setting_exits_2_and_a_failure_1) {
+  BOOST_TEST(exit_code(caf::error{}) == 0);
+  BOOST_TEST(exit_code(make_error(errc::invalid_config, "x")) == 2);
+  BOOST_TEST(exit_code(make_error(errc::run_failure, "y")) == 1);
+  // --help prints and opens nothing: no run, no error.
+  embed_options options;
+  options.args = {"--help"};
+  options.loop = false;
+  auto opened = stoker::embedded_run::open(std::move(options),
+                                           builtin_registry());
+  BOOST_REQUIRE(opened);
+  BOOST_TEST(*opened == nullptr);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

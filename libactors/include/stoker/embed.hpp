@@ -2,11 +2,12 @@
 
 // stoker layer: node
 //
-// A Stoker run inside your own process whose trainer is your loop: the
-// whole pipeline here (role local), or a trainer node that joins a head
-// (role trainer). What stoker-node's local and trainer roles run, with
-// the trainer's step handed to the embedder; the Python package is a thin
-// layer over it. Errors are values carrying the message the node says.
+// A Stoker node inside your own process, of any role, as stoker-node runs
+// it (stoker-node is a thin layer over this), or with your loop as its
+// trainer: the whole pipeline here (role local), or a trainer node that
+// joins a head (role trainer), the trainer's step handed to the embedder
+// (the Python package is a thin layer over that). Errors are values
+// carrying the message the node says.
 
 #include <chrono>
 #include <cstdint>
@@ -82,6 +83,11 @@ struct embed_options {
   /// Called once on the run's thread when its actor system is down (no
   /// line is said after it); optional.
   std::function<void()> on_down;
+  /// true: the trainer's step is the embedder's loop (roles local and
+  /// trainer, one trainer; next() yields its batches). false: the node
+  /// runs as stoker-node runs it (any role, its own trainers), and next()
+  /// yields only `finished`.
+  bool loop = true;
 };
 
 /// One run whose trainer is the embedder's loop. open() and start() on
@@ -91,17 +97,27 @@ struct embed_options {
 class embedded_run : public std::enable_shared_from_this<embedded_run> {
 public:
   /// Reads the config from `options.args` against `reg`; errc::
-  /// invalid_config names the key or value at fault (the role must be
-  /// local or trainer, one trainer on the node).
+  /// invalid_config names the key or value at fault (with a loop, the
+  /// role must be local or trainer, one trainer on the node). Null (no
+  /// error) when the args asked for --help, --long-help or --dump-config,
+  /// which CAF printed.
   static caf::expected<std::shared_ptr<embedded_run>>
   open(embed_options options, registry reg);
+
+  /// The run's settings, as read (a member's pipeline is the head's,
+  /// which comes later).
+  const run_config& config() const noexcept;
 
   ~embedded_run();
   embedded_run(const embedded_run&) = delete;
   embedded_run& operator=(const embedded_run&) = delete;
 
-  /// local: the whole pipeline here; trainer: a node of a head's cluster.
+  /// What the node runs (node.role).
   role_kind role() const noexcept;
+
+  /// Where the node's lines go (options.log, or the standard streams);
+  /// shared, for what says a line after the run (a shutdown timer).
+  std::shared_ptr<const log_sink> log() const noexcept;
 
   /// Starts the run; `cursor`: an earlier run's cursor() to go on from
   /// (errc::invalid_config if it is not one, or of another run), taken at
@@ -134,7 +150,8 @@ public:
   /// Waits up to `timeout` for the run's actor system to be down.
   bool join(std::chrono::milliseconds timeout);
 
-  /// The run's report (a local run's, once it ended with one).
+  /// The run's report (a local run's or a head's, once it ended with
+  /// one; a member's is its head's).
   std::optional<run_report> report() const;
 
   /// The run's shape (zeros for a trainer before the head's pipeline).
@@ -152,11 +169,21 @@ public:
   struct state; // the run's insides (node/embedded_run.cpp)
 
 private:
-  explicit embedded_run(std::unique_ptr<state> st);
+  struct private_tag {};
+
+public:
+  embedded_run(private_tag, std::unique_ptr<state> st); // open() makes it
+
+private:
   void run();
 
   std::unique_ptr<state> state_;
 };
+
+/// stoker-node's exit code for a run that ended with `error` (the
+/// finished event's): 0 none (ok, or stopped on purpose), 2 a setting
+/// refused (errc::invalid_config), 1 any other failure.
+int exit_code(const caf::error& error) noexcept;
 
 /// Stoker's checksum of `n` bytes: what a worker stamps on each image
 /// (image_batch::checksums), for a loop that checks what it got.

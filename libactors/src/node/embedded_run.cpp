@@ -32,7 +32,6 @@ struct embedded_run::state {
   std::shared_ptr<batch_feed> feed; // made with the trainer (under mutex)
   std::optional<std::string> closing; // close() came before the feed
   bool closing_stopped = false;       // and it was on purpose
-  std::string failure_text;
   trainer_hooks hooks;
   std::unique_ptr<node_links> links;
   std::thread runner;
@@ -42,6 +41,8 @@ struct embedded_run::state {
   std::optional<run_report> report;
   std::atomic<uint64_t> bytes_copied{0};
   std::function<void()> on_down;
+  bool loop = true; // the trainer's step is the embedder's
+  caf::error failure; // how the run ended (under mutex, once done)
 
   bool local() const noexcept { return cfg.node.role == role_kind::local; }
 
@@ -57,45 +58,70 @@ struct embedded_run::state {
                                        "loader"));
   }
 
-  // A local run; its error, or why its report is not exactly once.
-  caf::error run_here(caf::actor_system& sys) {
-    auto got = run_local(sys, cfg, reg, links->tls(), &hooks);
-    if (!got)
-      return std::move(got.error());
-    std::lock_guard<std::mutex> guard{mutex};
-    report = *got;
-    if (!cfg.node.report_path.empty()) // --report, as stoker-node
-      if (auto err = write_report(*got, cfg.node.report_path))
-        return err;
-    // The verdict stoker-node's exit code says.
-    auto judged = judge_run(*got);
-    if (judged.verdict == run_verdict::failed)
-      return make_error(errc::trainer_failure, judged.reason);
-    return caf::none;
+  // The run's verdict as the value the loop or stoker-node reads: none
+  // (ok, or stopped on purpose), errc::invalid_config (refused) or the
+  // failure's reason (judge_run, as stoker-node's exit code says it).
+  static caf::error verdict_of(const caf::expected<run_report>& result) {
+    auto judged = judge_run(result);
+    switch (judged.verdict) {
+      case run_verdict::ok:
+      case run_verdict::stopped:
+        return caf::none;
+      case run_verdict::refused:
+        return make_error(errc::invalid_config, judged.reason);
+      case run_verdict::failed:
+        break;
+    }
+    return make_error(errc::trainer_failure, judged.reason);
   }
 
-  // A trainer node of a cluster; the run's report is the head's.
+  // The whole pipeline here: says what it runs and its outcome, writes
+  // the report if asked (finish_run).
+  caf::error run_here(caf::actor_system& sys) {
+    print_banner(cfg, log_of(sys));
+    auto got = run_local(sys, cfg, reg, links->tls(),
+                         loop ? &hooks : nullptr);
+    finish_run(got, cfg, log_of(sys));
+    if (got) {
+      std::lock_guard<std::mutex> guard{mutex};
+      report = *got;
+    }
+    return verdict_of(got);
+  }
+
+  // A head: its cluster's run, said and reported as the local one.
+  caf::error run_as_head(caf::actor_system& sys) {
+    auto got = run_head(sys, cfg, *links);
+    if (got) {
+      std::lock_guard<std::mutex> guard{mutex};
+      report = *got;
+    }
+    return verdict_of(got);
+  }
+
+  // A worker or trainer node of a cluster; the run's report is the
+  // head's.
   caf::error run_member(caf::actor_system& sys) {
     std::string why;
-    auto code = member_role_main(sys, cfg, reg, *links, &hooks, &why);
+    auto code = member_role_main(sys, cfg, reg, *links,
+                                 loop ? &hooks : nullptr, &why);
     if (code == 0)
       return caf::none;
-    if (!why.empty()) // the reason the node said
-      return make_error(errc::run_failure,
-                        "trainer node '" + cfg.node.name + "': " + why);
-    return make_error(errc::run_failure,
-                      "trainer node '" + cfg.node.name
-                        + "' ended with exit code " + std::to_string(code)
-                        + " (the head's report says why)");
+    auto who = to_string(cfg.node.role) + " node '" + cfg.node.name + "'";
+    auto text = !why.empty() // the reason the node said
+                  ? who + ": " + why
+                  : who + " ended with exit code " + std::to_string(code)
+                      + " (the head's report says why)";
+    return make_error(code == 2 ? errc::invalid_config : errc::run_failure,
+                      std::move(text));
   }
 
-  void finish(caf::error failure) {
+  void finish(caf::error why) {
     {
       std::lock_guard<std::mutex> guard{mutex};
-      if (failure)
-        failure_text = describe(failure);
+      failure = why;
       if (feed)
-        feed->finish(std::move(failure));
+        feed->finish(std::move(why));
     }
     done = true;
   }
@@ -106,13 +132,12 @@ embedded_run::open(embed_options options, registry reg) {
   auto st = std::make_unique<state>();
   st->reg = std::move(reg);
   st->on_down = std::move(options.on_down);
+  st->loop = options.loop;
   auto loaded = st->node.load(options.args, st->reg);
   if (!loaded)
     return std::move(loaded.error());
-  if (!*loaded)
-    return make_error(errc::invalid_config,
-                      "--help, --long-help and --dump-config print and "
-                      "exit; expected a run's settings");
+  if (!*loaded) // --help, --long-help or --dump-config was printed
+    return std::shared_ptr<embedded_run>{};
   st->cfg = **loaded;
   auto& node = st->cfg.node;
   log_origin origin{node.name, to_string(node.role)};
@@ -122,6 +147,8 @@ embedded_run::open(embed_options options, registry reg) {
                 : log_sink::standard_streams(std::move(origin),
                                              node.log.level,
                                              node.log.format));
+  if (!st->loop)
+    return std::make_shared<embedded_run>(private_tag{}, std::move(st));
   if (node.role != role_kind::local && node.role != role_kind::trainer)
     return make_error(errc::invalid_config,
                       "node.role = \"" + to_string(node.role)
@@ -136,10 +163,10 @@ embedded_run::open(embed_options options, registry reg) {
   if (st->local())
     if (auto err = epoch_plan{st->cfg.pipeline.source, 1}.check())
       return err;
-  return std::shared_ptr<embedded_run>{new embedded_run{std::move(st)}};
+  return std::make_shared<embedded_run>(private_tag{}, std::move(st));
 }
 
-embedded_run::embedded_run(std::unique_ptr<state> st)
+embedded_run::embedded_run(private_tag, std::unique_ptr<state> st)
   : state_(std::move(st)) {
   // nop
 }
@@ -152,6 +179,14 @@ embedded_run::~embedded_run() {
     else
       runner.join(); // it ended: it held a reference until then
   }
+}
+
+const run_config& embedded_run::config() const noexcept {
+  return state_->cfg;
+}
+
+std::shared_ptr<const log_sink> embedded_run::log() const noexcept {
+  return state_->node.log;
 }
 
 role_kind embedded_run::role() const noexcept {
@@ -206,7 +241,19 @@ caf::error embedded_run::start(std::optional<std::string> cursor,
 void embedded_run::run() {
   auto& st = *state_;
   auto sys = std::make_unique<caf::actor_system>(st.node);
-  auto failure = st.local() ? st.run_here(*sys) : st.run_member(*sys);
+  caf::error failure;
+  switch (st.cfg.node.role) {
+    case role_kind::local:
+      failure = st.run_here(*sys);
+      break;
+    case role_kind::head:
+      failure = st.run_as_head(*sys);
+      break;
+    case role_kind::worker:
+    case role_kind::trainer:
+      failure = st.run_member(*sys);
+      break;
+  }
   // The loop learns the outcome now: the actor system's shutdown waits
   // for detached workers and may wait on network peers (stoker-node
   // bounds it with bound_shutdown; here the process is the embedder's,
@@ -233,8 +280,7 @@ std::optional<loop_event> embedded_run::next(std::chrono::milliseconds timeout,
     if (st.done) {
       loop_event e;
       std::lock_guard<std::mutex> guard{st.mutex};
-      if (!st.failure_text.empty())
-        e.error = make_error(errc::run_failure, st.failure_text);
+      e.error = st.failure;
       return e;
     }
     std::this_thread::sleep_for(
@@ -369,6 +415,12 @@ uint64_t embedded_run::bytes_copied() const noexcept {
 
 bool embedded_run::ended() const noexcept {
   return state_->done;
+}
+
+int exit_code(const caf::error& error) noexcept {
+  if (!error)
+    return 0;
+  return is(error, errc::invalid_config) ? 2 : 1;
 }
 
 uint64_t sample_checksum(const void* data, size_t n) noexcept {

@@ -190,19 +190,27 @@ caf::expected<router_journal> open_journal(const run_config& cfg) {
 
 } // namespace
 
-int head_role_main(caf::actor_system& sys, const run_config& cfg,
-                   node_links& links) {
+caf::expected<run_report> run_head(caf::actor_system& sys,
+                                   const run_config& cfg, node_links& links) {
   print_banner(cfg, log_of(sys));
-  if (auto err = check_ports_free(cfg.node)) {
-    log_to(sys, log_level::error) << "stoker-node: refused: " << describe(err);
-    return 2;
-  }
-  auto journal = open_journal(cfg);
-  if (!journal) {
+  // What ends the run before it ran, said as stoker-node always said it
+  // and returned as the value the verdict reads: a setting refused
+  // (errc::invalid_config, exit 2) or the run failed (exit 1).
+  auto refused = [&](caf::error err, bool say_refused = true) {
     log_to(sys, log_level::error)
-      << "stoker-node: " << describe(journal.error());
-    return 2;
-  }
+      << "stoker-node: " << (say_refused ? "refused: " : "")
+      << describe(err);
+    return make_error(errc::invalid_config, describe(err));
+  };
+  auto failed = [&](std::string text) {
+    log_to(sys, log_level::error) << "stoker-node: " << text;
+    return make_error(errc::run_failure, std::move(text));
+  };
+  if (auto err = check_ports_free(cfg.node))
+    return refused(std::move(err));
+  auto journal = open_journal(cfg);
+  if (!journal)
+    return refused(std::move(journal.error()), false);
   if (journal->resumed)
     log_to(sys) << "head: resuming the run journaled in "
                 << head_journal_path(journal->dir) << " ("
@@ -232,12 +240,10 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   auto port = links.publish(sys, front_door, c.bind, c.port,
                             "the cluster port");
   if (!port) {
-    log_to(sys, log_level::error)
-      << "stoker-node: " << describe(port.error())
-      << "; expected a free port (cluster.port) and a local address "
-         "(cluster.bind)";
     stop();
-    return 1;
+    return failed(describe(port.error())
+                  + "; expected a free port (cluster.port) and a local "
+                    "address (cluster.bind)");
   }
   // Declared after `stop` and torn down before the actors it talks to.
   job_target target;
@@ -246,19 +252,15 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   auto consoles = node_consoles::open(sys, cfg.node.console, target, "head",
                                       links.tls());
   if (!consoles) {
-    log_to(sys, log_level::error)
-      << "stoker-node: " << describe(consoles.error());
     stop();
-    return 1;
+    return failed(describe(consoles.error()));
   }
   auto observer = open_http_observer(sys, cfg.node.metrics, std::move(target),
                                      links.tls(), "head");
   if (!observer) {
-    log_to(sys, log_level::error)
-      << "stoker-node: " << describe(observer.error());
     consoles = node_consoles{};
     stop();
-    return 1;
+    return failed(describe(observer.error()));
   }
   std::vector<std::string> expected;
   for (auto& node : c.nodes)
@@ -268,44 +270,40 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
               << joined_list(expected);
   if (!c.port_file.empty())
     if (auto err = write_port_file(c.port_file, *port)) {
-      log_to(sys, log_level::error) << "stoker-node: " << describe(err);
       stop();
-      return 1;
+      return failed(describe(err));
     }
   caf::error failure;
   self->request(front_door, c.join_timeout, wait_atom::value)
     .receive([](roster&) {}, [&](caf::error& err) { failure = err; });
   auto members = current_roster(self, front_door);
   if (failure) {
-    log_to(sys, log_level::error)
-      << "stoker-node: timed out after " << c.join_timeout.count()
-      << " ms (cluster.join-timeout) waiting for nodes; missing: "
-      << joined_list(members.missing)
-      << "; joined: " << joined_list(members.nodes);
     shut_down_nodes(self, members);
     stop();
-    return 1;
+    return failed("timed out after " + std::to_string(c.join_timeout.count())
+                  + " ms (cluster.join-timeout) waiting for nodes; "
+                    "missing: "
+                  + joined_list(members.missing)
+                  + "; joined: " + joined_list(members.nodes));
   }
   if (members.trainers.empty()) {
-    log_to(sys, log_level::error)
-      << "stoker-node: no trainer joined; expected a node started "
-         "with --role=trainer among cluster.nodes";
     shut_down_nodes(self, members);
     stop();
-    return 1;
+    return failed("no trainer joined; expected a node started with "
+                  "--role=trainer among cluster.nodes");
   }
   auto group = form_group(self, router, front_door, members);
   if (!group) {
-    bool refused = is(group.error(), errc::invalid_config);
-    log_to(sys, log_level::error)
-      << "stoker-node: " << (refused ? "refused: " : "")
-      << describe(group.error());
-    if (refused)
+    if (is(group.error(), errc::invalid_config)) {
       for (auto& control : members.controls)
         self->send(control, run_refusal{describe(group.error())});
+      shut_down_nodes(self, members);
+      stop();
+      return refused(std::move(group.error()));
+    }
     shut_down_nodes(self, members);
     stop();
-    return refused ? 2 : 1;
+    return failed(describe(group.error()));
   }
   log_to(sys) << "head: " << members.nodes.size()
               << " node(s) joined, running";
@@ -329,12 +327,12 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   progress.reset(); // ends its line before the run's are printed
   if (result)
     result->data_damage = cfg.pipeline.data.damage;
-  int code = finish_run(result, cfg, log_of(sys));
+  finish_run(result, cfg, log_of(sys));
   // A rank whose peer died sees only its collective's error: every node
   // hears the reason before the shutdown.
-  if (auto failed = run_failure_text(result); !failed.empty())
+  if (auto why = run_failure_text(result); !why.empty())
     for (auto& control : current_roster(self, front_door).controls)
-      self->send(control, run_failure_note{failed});
+      self->send(control, run_failure_note{why});
   linger(observer->get(), cfg.node.metrics, "head");
   observer->reset();
   consoles = node_consoles{}; // closes every console
@@ -342,8 +340,7 @@ int head_role_main(caf::actor_system& sys, const run_config& cfg,
   stop();
   if (*group)
     self->send_exit(*group, caf::exit_reason::user_shutdown);
-  bound_shutdown(code, std::chrono::seconds(5), shared_log_of(sys));
-  return code;
+  return result;
 }
 
 } // namespace stoker

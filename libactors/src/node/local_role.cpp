@@ -182,16 +182,4 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
   return result;
 }
 
-int local_role_main(caf::actor_system& sys, const run_config& cfg,
-                    const registry& reg, const node_links& links) {
-  print_banner(cfg, log_of(sys));
-  auto code = finish_run(run_local(sys, cfg, reg, links.tls()), cfg,
-                         log_of(sys));
-  // Detached workers finish their current item before they see an exit
-  // (one can take minutes, or never end on a machine without the memory):
-  // nothing they do now counts, so the process does not wait for them.
-  bound_shutdown(code, std::chrono::seconds(3), shared_log_of(sys));
-  return code;
-}
-
 } // namespace stoker

@@ -31,10 +31,4 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
           std::shared_ptr<const tls_context> serving_tls = nullptr,
           const trainer_hooks* hooks = nullptr);
 
-/// `stoker-node --role=local`: prints what it runs, runs it, prints the
-/// outcome, writes the report if asked. Returns the process exit code:
-/// 0 when every sample was trained on exactly once, 1 otherwise.
-int local_role_main(caf::actor_system& sys, const run_config& cfg,
-                    const registry& reg, const node_links& links);
-
 } // namespace stoker

@@ -501,8 +501,6 @@ int member_role_main(caf::actor_system& sys, const run_config& cfg,
   log_to(sys) << to_string(cfg.node.role) << " '" << cfg.node.name
               << "' exits; peak RSS "
               << detail::peak_rss_bytes() / 1000000 << " MB";
-  if (hooks == nullptr) // an embedding process ends itself
-    bound_shutdown(code, std::chrono::seconds(5), shared_log_of(sys));
   return code;
 }
 

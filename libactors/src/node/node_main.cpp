@@ -11,14 +11,10 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
-#include <caf/actor_system.hpp>
-
 #include "stoker/errors.hpp"
 #include "core/log_line.hpp"
 #include "core/machine.hpp"
-#include "node/local_role.hpp"
-#include "node/node_config.hpp"
-#include "node/node_links.hpp"
+#include "stoker/embed.hpp"
 #include "node/roles.hpp"
 
 extern "C" char** environ;
@@ -90,15 +86,18 @@ int run_node(int argc, char** argv, const registry& reg) {
   keep_freed_memory(); // per-sample images must not fault in again
   std::string program = argc > 0 ? argv[0] : "stoker-node";
   program = program.substr(program.find_last_of('/') + 1);
-  node_config cfg;
-  auto loaded = cfg.load(std::vector<std::string>(argv + 1, argv + argc), reg);
-  if (!loaded) { // before log.*: said as text
+  std::vector<std::string> args(argv + 1, argv + argc);
+  embed_options options;
+  options.args = args;
+  options.loop = false; // the node's own trainers: stoker-node's run
+  auto opened = embedded_run::open(std::move(options), reg);
+  if (!opened) { // before log.*: said as text
     log_sink::standard_streams({}, log_level::info, log_format::text)
-      .error(program + ": " + describe(loaded.error()));
+      .error(program + ": " + describe(opened.error()));
     return 2;
   }
   // The output the user asked for, not log lines: as is, in any format.
-  if (!*loaded) { // --help, --long-help or --dump-config was printed
+  if (*opened == nullptr) { // --help, --long-help or --dump-config
     write_line(1, "Stoker: --config-file defaults to the embedded "
                   "config/local.ini; --long-help lists every key.\n"
                   "Registered sources: "
@@ -107,30 +106,22 @@ int run_node(int argc, char** argv, const registry& reg) {
                     + "\nRegistered models: " + reg.model_names());
     return 0;
   }
-  const auto& run = **loaded;
-  if (run.node.print_nodes) { // for tools/launch-cluster
+  auto run = std::move(*opened);
+  const auto& cfg = run->config();
+  if (cfg.node.print_nodes) { // for tools/launch-cluster
     std::string list;
-    if (!run.node.discovered.empty())
-      list += "# " + run.node.discovered + '\n';
-    for (auto& node : run.node.cluster.nodes)
+    if (!cfg.node.discovered.empty())
+      list += "# " + cfg.node.discovered + '\n';
+    for (auto& node : cfg.node.cluster.nodes)
       list += node.name + ' ' + to_string(node.role) + ' '
               + std::to_string(node.workers) + '\n';
     if (!list.empty())
       write_line(1, list);
     return 0;
   }
-  cfg.log = std::make_shared<const log_sink>(log_sink::standard_streams(
-    log_origin{run.node.name, to_string(run.node.role)}, run.node.log.level,
-    run.node.log.format));
-  const auto& log = *cfg.log;
-  // Before the actor system, so it outlives every CAF connection.
-  auto links = node_links::open(run.node, cfg.log);
-  if (!links) {
-    log.error(program + ": " + describe(links.error()));
-    return 2;
-  }
-  if (!run.node.discovered.empty())
-    log.info("stoker-node: discovered " + run.node.discovered);
+  const auto& log = *run->log();
+  if (!cfg.node.discovered.empty())
+    log.info("stoker-node: discovered " + cfg.node.discovered);
   std::vector<pid_t> companions;
   auto stop_companions = [&] {
     for (auto pid : companions) {
@@ -139,9 +130,8 @@ int run_node(int argc, char** argv, const registry& reg) {
       ::waitpid(pid, &status, 0);
     }
   };
-  for (auto& n : run.node.companions) {
-    auto pid = start_companion(std::vector<std::string>(argv + 1, argv + argc),
-                               run.node, n);
+  for (auto& n : cfg.node.companions) {
+    auto pid = start_companion(args, cfg.node, n);
     if (pid < 0) {
       log.error(program + ": cannot start this host's " + to_string(n.role)
                 + " node " + n.name + ": " + std::strerror(errno));
@@ -150,25 +140,33 @@ int run_node(int argc, char** argv, const registry& reg) {
     }
     companions.push_back(pid);
   }
+  // Its links (TLS, gates) open before the actor system, so they outlive
+  // every CAF connection; a setting they refuse ends it here (exit 2).
+  if (auto err = run->start(std::nullopt, 0, 1)) {
+    log.error(program + ": " + describe(err));
+    stop_companions();
+    return 2;
+  }
+  std::optional<loop_event> ended;
+  while (!(ended = run->next(std::chrono::seconds(1)))
+         || ended->kind != loop_event::kind_type::finished) {
+    // a node without a loop says only how it ended
+  }
+  int code = exit_code(ended->error);
+  // Bounds what is left of the process: the actor system's shutdown may
+  // wait on a peer that vanished or on a detached worker mid-item (the
+  // hang once seen in about ten cluster runs: node/actor_release.hpp).
+  bound_shutdown(code,
+                 std::chrono::seconds(cfg.node.role == role_kind::local ? 3
+                                                                        : 5),
+                 run->log());
+  run->join(std::chrono::hours(1));
   // The companions end when the head ends the run (or fails it): this
   // node's exit waits for them, and a companion that failed fails it.
-  auto with_companions = [&](int code) {
-    for (auto pid : companions)
-      if (wait_companion(pid, std::chrono::seconds(20), log) != 0 && code == 0)
-        code = 1;
-    return code;
-  };
-  caf::actor_system sys{cfg};
-  switch (run.node.role) {
-    case role_kind::head:
-      return with_companions(head_role_main(sys, run, **links));
-    case role_kind::worker:
-    case role_kind::trainer:
-      return with_companions(member_role_main(sys, run, reg, **links));
-    case role_kind::local:
-      break;
-  }
-  return local_role_main(sys, run, reg, **links);
+  for (auto pid : companions)
+    if (wait_companion(pid, std::chrono::seconds(20), log) != 0 && code == 0)
+      code = 1;
+  return code;
 }
 
 } // namespace stoker

@@ -10,6 +10,7 @@
 
 #include "stoker/actors.hpp"
 #include "stoker/options.hpp"
+#include "stoker/run_report.hpp"
 
 namespace stoker {
 
@@ -25,21 +26,22 @@ caf::expected<membership_actor> connect_to_head(caf::actor_system& sys,
                                                 const cluster_spec& cfg,
                                                 node_links& links);
 
-/// `stoker-node --role=head`: publishes the membership actor, waits for the
-/// expected nodes, runs the job, reports, tells every node to exit.
-/// Returns the process exit code.
-int head_role_main(caf::actor_system& sys, const run_config& cfg,
-                   node_links& links);
+/// `--role=head`: publishes the membership actor, waits for the expected
+/// nodes, runs the job, says its outcome and writes the report
+/// (finish_run), tells every node to exit. Returns the report, or what
+/// ended the run before it ran (said already): errc::invalid_config for a
+/// setting refused, errc::run_failure otherwise. judge_run reads either.
+caf::expected<run_report> run_head(caf::actor_system& sys,
+                                   const run_config& cfg, node_links& links);
 
 /// `stoker-node --role=worker` or `--role=trainer`: joins the head, runs
 /// its actors until the head says `shutdown`. Refuses to join (exit 1,
 /// naming the entry) when the head's pipeline names a source, transform
 /// or model `reg` lacks. Returns the exit code. `hooks` (may be null): a
 /// trainer node's engine from an embedding process (the Python package's
-/// loop); then a lost trainer is not started again and the process's end
-/// is the embedder's (no bound_shutdown). `failure` (may be null) gets the
-/// first failure line it said (without "stoker-node: "), so an embedder
-/// raises the reason, not an exit code.
+/// loop); then a lost trainer is not started again. `failure` (may be
+/// null) gets the first failure line it said (without "stoker-node: "),
+/// so an embedder raises the reason, not an exit code.
 int member_role_main(caf::actor_system& sys, const run_config& cfg,
                      const registry& reg, node_links& links,
                      const trainer_hooks* hooks = nullptr,
