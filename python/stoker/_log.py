@@ -13,7 +13,7 @@ logger = logging.getLogger("stoker")
 def _pump(lines: _stoker.LineQueue) -> None:
     more = True
     while more:
-        taken, more = lines.take(200)
+        taken, more = lines.take(1000)  # closed at the end: at once
         for level, text in taken:
             logger.log(level, text)
 
