@@ -11,7 +11,6 @@ build/. STOKER_BUILD_JOBS: make's parallelism (default: every core).
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 from setuptools import Extension, setup
