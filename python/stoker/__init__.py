@@ -34,6 +34,11 @@ __version__: str = _stoker.__version__
 
 BatchInfo = _stoker.BatchInfo
 
+# Shown as stoker.NAME (in tracebacks, help()), where users reach them.
+for _public in (ConfigError, RunFailed, DataLoader, Trainer):
+    _public.__module__ = __name__
+del _public
+
 
 def image_checksums(images: torch.Tensor) -> list[int]:
     """Stoker's checksum of each image of a float32 (N, ...) tensor."""

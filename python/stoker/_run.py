@@ -17,6 +17,7 @@ from ._log import logger, start_pump
 Event = Union[_stoker.BatchEvent, _stoker.PhaseEnd, _stoker.RunEnded]
 Batch = tuple[torch.Tensor, torch.Tensor]
 
+
 class RunFailed(RuntimeError):
     """The run failed; `first_error` says why (the run report's), `report`
     is the report (a dict) where one was made."""
