@@ -6,8 +6,8 @@ namespace stoker {
 
 /// Writes `text` and a newline to `fd` (2: standard error) in one write():
 /// lines said from several threads at once (gates, batch streams, the
-/// actors) come out whole, never glued together as std::cerr's pieces
-/// were. Safe from any thread; a short write is completed, errors ignored
+/// actors) come out whole, never glued together as an ostream's pieces
+/// can be. Safe from any thread; a short write is completed, errors ignored
 /// (nothing can be said about failing to say something).
 void write_line(int fd, std::string_view text);
 

@@ -2,8 +2,7 @@
 
 // A node's lines, wherever they are said: actors and the functions that
 // run a node reach the node's sink through its actor system's config
-// (log_of), and build a line with << (log_stream) as they did on
-// std::cout.
+// (log_of), and build a line with << (log_stream), as with any ostream.
 
 #include <memory>
 #include <sstream>
@@ -55,7 +54,8 @@ public:
   }
   /// Manipulators (std::fixed, std::setprecision's result works as a T).
   log_stream& operator<<(std::ios_base& (*manip)(std::ios_base&)) {
-    text_ << manip;
+    if (on_)
+      text_ << manip;
     return *this;
   }
 
