@@ -186,15 +186,15 @@ BOOST_AUTO_TEST_CASE(tab_completes_commands_then_their_arguments) {
 BOOST_AUTO_TEST_CASE(nodes_show_when_the_router_last_heard_from_each) {
   router_status st;
   worker_status w;
-  w.name = "w-a/0";
+  w.load.name = "w-a/0";
   w.heard_ms_ago = 40;
   st.workers.push_back(w);
-  w.name = "w-a/1";
+  w.load.name = "w-a/1";
   w.heard_ms_ago = 15; // the freshest of w-a's workers counts
   st.workers.push_back(w);
-  w.name = "w-b/0";
+  w.load.name = "w-b/0";
   w.heard_ms_ago = 7000;
-  w.alive = false; // lost: not a heartbeat
+  w.load.alive = false; // lost: not a heartbeat
   st.workers.push_back(w);
   st.trainer_heard_ms_ago = 230;
   auto row = [](std::string name, role_kind role, std::string state) {
@@ -255,20 +255,20 @@ BOOST_AUTO_TEST_CASE(router_view_says_why_a_worker_gets_no_work) {
   st.batch_bytes = 1 << 20;
   st.trainer_present = true;
   worker_status up;
-  up.name = "a/0";
-  up.host = "gpu";
-  up.local = true;
-  up.items_done = 30;
-  up.rate_sps = 550;
+  up.load.name = "a/0";
+  up.load.host = "gpu";
+  up.load.local = true;
+  up.load.items_done = 30;
+  up.load.rate_sps = 550;
   worker_status down = up;
-  down.name = "b/0";
-  down.alive = false;
-  down.local = false;
-  down.items_done = 10;
+  down.load.name = "b/0";
+  down.load.alive = false;
+  down.load.local = false;
+  down.load.items_done = 10;
   worker_status late = up;
-  late.name = "c/0";
+  late.load.name = "c/0";
   late.overdue_ms = 420;
-  late.items_done = 0;
+  late.load.items_done = 0;
   st.workers = {up, down, late};
   auto text = format_router(st);
   BOOST_TEST(contains(text, "in flight 3 batch(es) (3.0 MiB)"), text);

@@ -36,12 +36,12 @@ job_view mid_run() {
   r.trainers.push_back(t);
   for (auto name : {"w-a/0", "w-b/1"}) {
     worker_status w;
-    w.name = name;
-    w.alive = std::string{name} == "w-a/0";
-    w.mailbox = 2;
-    w.outstanding = 1;
-    w.items_leased = 7;
-    w.samples_done = 96;
+    w.load.name = name;
+    w.load.alive = std::string{name} == "w-a/0";
+    w.load.mailbox_depth = 2;
+    w.load.outstanding_items = 1;
+    w.load.items_leased = 7;
+    w.load.samples_done = 96;
     r.workers.push_back(w);
   }
   trainer_stats ts;

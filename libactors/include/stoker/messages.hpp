@@ -417,19 +417,30 @@ struct router_summary {
   std::vector<rank_summary> ranks; ///< by rank: the group that ran
 };
 
-/// One worker as the router sees it now (for the console).
-struct worker_status {
+/// What the router knows of one worker: its row of the routing table
+/// (routing/routing_table.hpp), which the console, /metrics and the
+/// dashboard read as it is (worker_status).
+struct worker_load {
   std::string name;
-  std::string host;
-  bool alive = true;
-  bool local = false;
-  uint64_t outstanding = 0; ///< leased, not yet made
-  uint64_t mailbox = 0;     ///< as last reported
+  std::string host;                 ///< the machine it runs on (node.host)
+  bool local = false;               ///< on the trainer's machine
+  uint64_t outstanding_items = 0;   ///< leased by the router, not yet done
+  uint64_t outstanding_samples = 0; ///< samples in those items
+  uint64_t mailbox_depth = 0;       ///< as last reported by the worker
+  double rate_sps = 0.0;            ///< samples/s of busy time (moving avg.)
+  bool has_rate = false;            ///< false until the first finished item
   uint64_t items_done = 0;
-  uint64_t samples_done = 0; ///< samples of the items it finished
-  uint64_t items_leased = 0; ///< leases it was given, over the run
-  double rate_sps = 0.0;
-  bool draining = false;
+  uint64_t samples_done = 0;   ///< samples of the items it finished
+  uint64_t items_leased = 0;   ///< leases it was given, over the run
+  uint64_t last_report_ns = 0; ///< when it last reported (router's clock)
+  bool alive = true;           ///< false once lost: never picked again
+  bool draining = false;       ///< finishes what it holds, gets nothing new
+};
+
+/// One worker as the router sees it now (for the console, /metrics and the
+/// dashboard): the routing table's row, and what the table works out from it.
+struct worker_status {
+  worker_load load;
   double expected_delay_s = 0.0; ///< for one more batch
   uint64_t overdue_ms = 0;       ///< its report is this late (stale if > 0)
   uint64_t heard_ms_ago = 0;     ///< since its last report (a heartbeat)
@@ -537,11 +548,17 @@ typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_load& x) {
+  return f(caf::meta::type_name("worker_load"), x.name, x.host, x.local,
+           x.outstanding_items, x.outstanding_samples, x.mailbox_depth,
+           x.rate_sps, x.has_rate, x.items_done, x.samples_done,
+           x.items_leased, x.last_report_ns, x.alive, x.draining);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_status& x) {
-  return f(caf::meta::type_name("worker_status"), x.name, x.host, x.alive,
-           x.local, x.outstanding, x.mailbox, x.items_done, x.samples_done,
-           x.items_leased, x.draining,
-           x.rate_sps, x.expected_delay_s, x.overdue_ms, x.heard_ms_ago);
+  return f(caf::meta::type_name("worker_status"), x.load,
+           x.expected_delay_s, x.overdue_ms, x.heard_ms_ago);
 }
 
 template <class Inspector>

@@ -26,14 +26,14 @@ std::string clock_time(int64_t unix_s) {
 
 // Why the router is not giving a worker work, or "" if it is.
 std::string idle_reason(const worker_status& w) {
-  if (!w.alive)
+  if (!w.load.alive)
     return "down";
-  if (w.draining)
+  if (w.load.draining)
     return "draining";
   if (w.overdue_ms > 0)
     return "stale report (" + std::to_string(w.overdue_ms) + " ms late)";
-  if (w.mailbox > 0 && w.outstanding > 0)
-    return "queue of " + std::to_string(w.mailbox);
+  if (w.load.mailbox_depth > 0 && w.load.outstanding_items > 0)
+    return "queue of " + std::to_string(w.load.mailbox_depth);
   return "";
 }
 
@@ -116,19 +116,20 @@ std::string format_router(const router_status& st) {
          + std::to_string(s.batches_hedged) + "\n";
   uint64_t total = 0;
   for (auto& w : st.workers)
-    total += w.items_done;
+    total += w.load.items_done;
   std::vector<std::vector<std::string>> rows;
-  for (auto& w : st.workers) {
+  for (auto& ws : st.workers) {
+    auto& w = ws.load;
     auto share = total > 0 ? 100.0 * static_cast<double>(w.items_done)
                                / static_cast<double>(total)
                            : 0.0;
     rows.push_back({w.name, w.host + (w.local ? " (trainer's)" : ""),
                     std::to_string(w.items_done), human_number(share) + "%",
-                    std::to_string(w.outstanding), std::to_string(w.mailbox),
-                    human_number(w.rate_sps),
+                    std::to_string(w.outstanding_items),
+                    std::to_string(w.mailbox_depth), human_number(w.rate_sps),
                     human_duration_ns(static_cast<uint64_t>(
-                      w.expected_delay_s * 1e9)),
-                    idle_reason(w)});
+                      ws.expected_delay_s * 1e9)),
+                    idle_reason(ws)});
   }
   out += format_table({"worker", "host", "batches", "share", "leased",
                        "mailbox", "samples/s", "delay", "note"},
@@ -217,7 +218,7 @@ std::vector<std::string> console_session::node_names() {
       out.push_back(n.name);
   if (auto st = router_now(self_, target_))
     for (auto& w : st->workers)
-      out.push_back(w.name);
+      out.push_back(w.load.name);
   return out;
 }
 
@@ -300,8 +301,8 @@ caf::expected<std::vector<actor_row>> console_session::actors() {
                                          : home,
                       s.batches);
     for (auto& ws : router->workers)
-      if (ws.name == s.name)
-        row.mailbox = std::to_string(ws.mailbox);
+      if (ws.load.name == s.name)
+        row.mailbox = std::to_string(ws.load.mailbox_depth);
     if (s.busy_ns > 0)
       row.rate = static_cast<double>(s.samples)
                  / (static_cast<double>(s.busy_ns) * 1e-9);

@@ -221,19 +221,22 @@ std::string render_metrics(const job_view& job, std::string_view version) {
   m.family("stoker_worker_up", metric_kind::gauge,
            "1 while the router counts on a worker, 0 once it is lost");
   for (auto& w : r.workers)
-    m.sample(labels_of(w.name), w.alive ? 1 : 0);
+    m.sample(labels_of(w.load.name), w.load.alive ? 1 : 0);
   m.family("stoker_worker_mailbox_depth", metric_kind::gauge,
            "messages waiting in a worker's mailbox, as it last reported");
   for (auto& w : r.workers)
-    m.sample(labels_of(w.name), static_cast<double>(w.mailbox));
+    m.sample(labels_of(w.load.name),
+             static_cast<double>(w.load.mailbox_depth));
   m.family("stoker_worker_outstanding_leases", metric_kind::gauge,
            "items leased to a worker and not yet made");
   for (auto& w : r.workers)
-    m.sample(labels_of(w.name), static_cast<double>(w.outstanding));
+    m.sample(labels_of(w.load.name),
+             static_cast<double>(w.load.outstanding_items));
   m.family("stoker_router_leases_total", metric_kind::counter,
            "leases the router gave a worker");
   for (auto& w : r.workers)
-    m.sample(labels_of(w.name), static_cast<double>(w.items_leased));
+    m.sample(labels_of(w.load.name),
+             static_cast<double>(w.load.items_leased));
   m.family("stoker_worker_busy_seconds_total", metric_kind::counter,
            "time a worker spent making batches");
   for (auto& [name, w] : own)
@@ -271,19 +274,20 @@ std::string render_state_json(const job_view& job, std::string_view version) {
     own[w.name] = &w;
   out << "],\n\"workers\": [";
   for (size_t i = 0; i < r.workers.size(); ++i) {
-    auto& w = r.workers[i];
+    auto& w = r.workers[i].load;
+    auto heard_ms_ago = r.workers[i].heard_ms_ago;
     auto found = own.find(w.name);
     out << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_quoted(w.name)
         << ", \"node\": " << json_quoted(worker_node(job, w.name))
         << ", \"alive\": " << (w.alive ? "true" : "false")
         << ", \"draining\": " << (w.draining ? "true" : "false")
-        << ", \"mailbox\": " << w.mailbox
-        << ", \"outstanding\": " << w.outstanding
+        << ", \"mailbox\": " << w.mailbox_depth
+        << ", \"outstanding\": " << w.outstanding_items
         << ", \"leases\": " << w.items_leased
         << ", \"items_done\": " << w.items_done
         << ", \"samples_done\": " << w.samples_done
         << ", \"rate_sps\": " << json_number(w.rate_sps)
-        << ", \"heard_ms_ago\": " << w.heard_ms_ago << ", \"busy_ns\": "
+        << ", \"heard_ms_ago\": " << heard_ms_ago << ", \"busy_ns\": "
         << (found != own.end() ? found->second->busy_ns : 0)
         << ", \"alive_ns\": "
         << (found != own.end() ? found->second->alive_ns : 0) << "}";

@@ -17,7 +17,8 @@ std::optional<uint64_t> node_heard_ms_ago(const node_row& node,
   auto prefix = node.name + "/";
   bool every = node.role == role_kind::local; // all workers are its own
   for (auto& w : router.workers)
-    if (w.alive && (every || w.name.compare(0, prefix.size(), prefix) == 0))
+    if (w.load.alive
+        && (every || w.load.name.compare(0, prefix.size(), prefix) == 0))
       freshest = std::min(freshest.value_or(w.heard_ms_ago), w.heard_ms_ago);
   return freshest;
 }

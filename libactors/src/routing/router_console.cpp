@@ -59,17 +59,7 @@ router_status status_of(router_ptr self) {
   for (size_t i = 0; i < s.table.workers().size(); ++i) {
     auto& w = s.table.workers()[i];
     worker_status ws;
-    ws.name = w.name;
-    ws.host = w.host;
-    ws.alive = w.alive;
-    ws.local = w.local;
-    ws.outstanding = w.outstanding_items;
-    ws.mailbox = w.mailbox_depth;
-    ws.items_done = w.items_done;
-    ws.samples_done = w.samples_done;
-    ws.items_leased = w.items_leased;
-    ws.draining = w.draining;
-    ws.rate_sps = w.has_rate ? w.rate_sps : 0.0;
+    ws.load = w;
     ws.expected_delay_s = s.table.expected_delay(i, samples, now);
     ws.overdue_ms = s.table.overdue_ns(i, now) / 1000000;
     ws.heard_ms_ago = (now - std::min(now, w.last_report_ns)) / 1000000;

@@ -9,27 +9,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "stoker/messages.hpp"
 #include "stoker/options.hpp"
 
 namespace stoker {
-
-/// What the router knows of one worker.
-struct worker_load {
-  std::string name;
-  std::string host;                 ///< the machine it runs on (node.host)
-  bool local = false;               ///< on the trainer's machine
-  uint64_t outstanding_items = 0;   ///< leased by the router, not yet done
-  uint64_t outstanding_samples = 0; ///< samples in those items
-  uint64_t mailbox_depth = 0;       ///< as last reported by the worker
-  double rate_sps = 0.0;            ///< samples/s of busy time (moving avg.)
-  bool has_rate = false;            ///< false until the first finished item
-  uint64_t items_done = 0;
-  uint64_t samples_done = 0;   ///< samples of the items it finished
-  uint64_t items_leased = 0;   ///< leases it was given, over the run
-  uint64_t last_report_ns = 0; ///< when it last reported (router's clock)
-  bool alive = true;           ///< false once lost: never picked again
-  bool draining = false;       ///< finishes what it holds, gets nothing new
-};
 
 /// The routing decisions, free of actors: the router actor feeds it leases
 /// and worker reports and asks it where the next item goes. Times are
