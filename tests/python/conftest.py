@@ -11,6 +11,11 @@ SOURCE_DIR = os.environ.get(
     os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
 
+# The stoker-node this build made (ctest passes its path).
+NODE = os.environ.get("STOKER_NODE",
+                      os.path.join(SOURCE_DIR, "build", "apps", "node",
+                                   "stoker-node"))
+
 def small_run(**sections):
     """Keyword arguments of a small synthetic run (32x32, 192 samples in
     batches of 16, 2 epochs, 2 workers); `sections` replace parts."""

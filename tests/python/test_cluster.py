@@ -10,11 +10,8 @@ import time
 
 import pytest
 
-from conftest import SOURCE_DIR
+from conftest import NODE, SOURCE_DIR
 
-NODE = os.environ.get("STOKER_NODE",
-                      os.path.join(SOURCE_DIR, "build", "apps", "node",
-                                   "stoker-node"))
 EXAMPLE = os.path.join(SOURCE_DIR, "examples", "pytorch",
                        "train_fashion_mnist.py")
 FASHION = "/usr/share/datasets/fashion-mnist"

@@ -1,8 +1,10 @@
 """stoker.DataLoader: a local run whose trainer is this Python loop."""
 
+import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -11,7 +13,7 @@ import pytest
 import torch
 
 import stoker
-from conftest import small_run, run_script
+from conftest import NODE, small_run, run_script
 
 
 def iterate(loader, epochs=None):
@@ -136,6 +138,62 @@ def test_state_dict_mid_epoch_resumes_with_every_sample_once():
     assert report["missing"] == 0 and report["duplicates"] == 0
     assert report["status"] == "ok"
 
+
+
+def stop_from_the_console(port):
+    """Says `shutdown` to a console on this machine's `port`, as `nc`
+    would; returns the console's answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+        c.sendall(b"shutdown\n")
+        said = b""
+        while b"stopping" not in said:
+            chunk = c.recv(4096)
+            if not chunk:
+                break
+            said += chunk
+        return said.decode()
+
+
+def test_a_run_stopped_on_purpose_is_stopped_from_stoker_node_and_python(
+        tmp_path):
+    # The same verdict on both paths (judge_run): stoker-node exits 0 and
+    # Python's close() raises nothing, and both reports say "stopped".
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    report = tmp_path / "node.json"
+    node = subprocess.Popen(
+        [NODE, "--role=local", "--trainer.device=sim",
+         "--trainer.sim-step-ms=10", "--pipeline.height=32",
+         "--pipeline.width=32", "--pipeline.dataset-size=64000",
+         "--pipeline.batch-size=16", "--worker.count=2", "--progress=off",
+         "--console.port=%d" % port, "--report=%s" % report],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=os.environ.copy())
+    try:
+        lines = []
+        for line in node.stdout:
+            lines.append(line)
+            if line.startswith("Iteration"):  # its loop is training
+                break
+        assert "stopping" in stop_from_the_console(port), "".join(lines)
+        out, _ = node.communicate(timeout=30)
+    finally:
+        if node.poll() is None:
+            node.kill()
+    from_node = json.loads(report.read_text())
+    assert node.returncode == 0, "".join(lines) + out
+    loader = stoker.DataLoader(**small_run(pipeline={"dataset_size": 6400}))
+    for step, _ in enumerate(loader):
+        if step == 3:
+            break
+    loader.close()  # RunFailed here would be a different verdict
+    from_python = loader.report
+    for report in (from_node, from_python):
+        assert report["status"] == "stopped", report
+        assert report["stopped_by"], report
+        assert report["duplicates"] == 0, report
+        assert report["missing"] > 0, report  # early: not every sample
 
 def iterate_from(loader):
     out = []
