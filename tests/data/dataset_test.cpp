@@ -307,7 +307,7 @@ BOOST_AUTO_TEST_CASE(damaged_shards_lose_only_the_damage_and_the_report_says_whe
 BOOST_AUTO_TEST_CASE(shards_from_make_shards_train_each_sample_once_per_epoch) {
   scratch_dir dir{"shards-run"};
   export_small_set(dir.path + "/folder", 200);
-  auto tool = std::string{STOKER_SOURCE_DIR} + "/tools/make-shards "
+  auto tool = std::string{STOKER_SOURCE_DIR} + "/tools/data/make-shards "
               + dir.path + "/folder " + dir.path + "/shards --per-shard 64";
   auto status = std::system((tool + " > /dev/null 2>&1").c_str());
   BOOST_REQUIRE_MESSAGE(WIFEXITED(status) && WEXITSTATUS(status) == 0, tool);
@@ -346,7 +346,7 @@ BOOST_AUTO_TEST_CASE(shards_from_make_shards_train_each_sample_once_per_epoch) {
   BOOST_TEST(has(why(other), "holds other shards here than on the head"),
              why(other));
   // A test split in shards of its own: sized, and opened by a worker.
-  auto test_tool = std::string{STOKER_SOURCE_DIR} + "/tools/make-shards "
+  auto test_tool = std::string{STOKER_SOURCE_DIR} + "/tools/data/make-shards "
                    + dir.path + "/folder " + dir.path
                    + "/test --per-shard 100 --prefix test";
   status = std::system((test_tool + " > /dev/null 2>&1").c_str());
@@ -365,7 +365,7 @@ BOOST_AUTO_TEST_CASE(shards_from_make_shards_train_each_sample_once_per_epoch) {
   // The tool's own errors: usage (2), a folder that is not one (1).
   auto tool_exit = [](const std::string& args) {
     auto st = std::system((std::string{STOKER_SOURCE_DIR}
-                           + "/tools/make-shards " + args + " > /dev/null 2>&1")
+                           + "/tools/data/make-shards " + args + " > /dev/null 2>&1")
                             .c_str());
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   };

@@ -147,7 +147,7 @@ BOOST_AUTO_TEST_CASE(membership_names_a_node_that_never_answered) {
 BOOST_AUTO_TEST_CASE(launched_cluster_delivers_every_sample_once) {
   auto report = tmp_path("report.json");
   auto log = tmp_path("launch.log");
-  auto launcher = std::string{STOKER_SOURCE_DIR} + "/tools/launch-cluster";
+  auto launcher = std::string{STOKER_SOURCE_DIR} + "/tools/ops/launch-cluster";
   ::setenv("STOKER_NODE", STOKER_NODE_BINARY, 1);
   auto c = start(launcher,
                  with_small({std::string{STOKER_SOURCE_DIR}

@@ -3,7 +3,7 @@
 # namespace with its own address (veth pairs on a bridge, all made here and
 # removed on exit), links limited with tc netem (1 Gbit/s, 0.5 ms). Checks
 # that a head bound beyond loopback without TLS refuses to start (exit 2),
-# then runs the cluster with mutual TLS (certificates from tools/make-certs)
+# then runs the cluster with mutual TLS (certificates from tools/ops/make-certs)
 # while a stranger sends the head a BASP header declaring a 4 GiB payload,
 # and checks the run completes with every sample delivered once, over both
 # workers.
@@ -51,8 +51,8 @@ done
 head_ip=$net.2
 trainer_ip=$net.3
 certs=$dir/certs
-bash "$(dirname "$0")/../../tools/make-certs" "$certs" head t-0 w-a w-b >/dev/null \
-  || { echo "FAILED: tools/make-certs"; exit 1; }
+bash "$(dirname "$0")/../../tools/ops/make-certs" "$certs" head t-0 w-a w-b >/dev/null \
+  || { echo "FAILED: tools/ops/make-certs"; exit 1; }
 fail() { echo "FAILED: $*"; for f in "$dir"/*.log; do echo "== $f"; cat "$f"; done; exit 1; }
 
 # Beyond loopback without TLS: a config error, before anything listens.

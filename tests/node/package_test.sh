@@ -40,7 +40,7 @@ cmake --build "$scratch/example" -j 2 >/dev/null
 "$example/make-shapes-csv" "$scratch/train.csv" 640 1
 "$example/make-shapes-csv" "$scratch/test.csv" 200 2
 STOKER_NODE=$scratch/example/my-node LOG_DIR=$scratch/logs \
-  "$src/tools/launch-cluster" "$example/csv-cluster.ini" \
+  "$src/tools/ops/launch-cluster" "$example/csv-cluster.ini" \
   --pipeline.data="$scratch/train.csv" --pipeline.eval-data="$scratch/test.csv" \
   --trainer.device=cpu --report="$scratch/report.json" || {
   echo "package: the example's cluster failed; its logs:"

@@ -276,7 +276,7 @@ BOOST_AUTO_TEST_CASE(a_console_beyond_loopback_takes_only_cluster_certificates) 
   BOOST_REQUIRE(wait_for_text(head.proc.log, "over mutual TLS", 10s));
   auto client = [&](const std::string& tls_args, const std::string& out) {
     auto cmd = "printf 'nodes\\nquit\\n' | timeout 20 " STOKER_SOURCE_DIR
-               "/tools/stoker-console "
+               "/tools/ops/stoker-console "
                + tls_args + " 127.0.0.1:" + console_port + " >" + out
                + " 2>&1";
     return WEXITSTATUS(std::system(cmd.c_str()));

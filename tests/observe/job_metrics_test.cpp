@@ -180,7 +180,7 @@ BOOST_AUTO_TEST_CASE(docs_and_the_grafana_dashboard_name_exactly_the_metrics) {
        ++i)
     documented.insert((*i)[1]);
   BOOST_TEST(documented == families);
-  auto grafana = text_of(STOKER_SOURCE_DIR "/tools/grafana-dashboard.json");
+  auto grafana = text_of(STOKER_SOURCE_DIR "/tools/ops/grafana-dashboard.json");
   std::regex name{R"(stoker_[a-z_]+)"};
   size_t used = 0;
   for (std::sregex_iterator i{grafana.begin(), grafana.end(), name}, end;

@@ -306,7 +306,7 @@ print("done", flush=True)
 
 def test_a_python_trainer_joins_a_tls_cluster_with_its_node_keys(cluster_dir):
     certs = os.path.join(cluster_dir, "certs")
-    subprocess.run([os.path.join(SOURCE_DIR, "tools", "make-certs"), certs,
+    subprocess.run([os.path.join(SOURCE_DIR, "tools", "ops", "make-certs"), certs,
                     "head", "t-0", "w-a"], check=True,
                    capture_output=True)
     tls = "--tls.dir=" + certs

@@ -384,7 +384,7 @@ BOOST_AUTO_TEST_CASE(sampled_least_loaded_spreads_work_by_rate_at_ten_thousand) 
 }
 
 BOOST_AUTO_TEST_CASE(sampled_least_loaded_stays_within_1_15_of_the_best_at_ten_thousand) {
-  // tools/bench-routing's workload: 10,000 workers of rates 100..1,000
+  // tools/bench/bench-routing's workload: 10,000 workers of rates 100..1,000
   // samples/s on 16 machines, a quarter of them holding a lease, every
   // decision leasing and the oldest lease past that finishing. Over 2,000
   // decisions the picked worker's expected delay is on average within

@@ -101,7 +101,7 @@ BOOST_AUTO_TEST_CASE(a_slow_trainer_is_the_limit_and_never_waits_once_fed) {
 }
 
 BOOST_AUTO_TEST_CASE(least_loaded_gets_near_the_sum_where_round_robin_waits_for_the_slow) {
-  // Rates 1:3 (as tools/bench-router's pair): least-loaded near 400, the
+  // Rates 1:3 (as tools/bench/bench-router's pair): least-loaded near 400, the
   // window fills at the slow worker under round-robin (about 2 x 100).
   sim_scenario s;
   s.worker_list = {sim_worker{300.0, "cpu-0"}, sim_worker{100.0, "cpu-1"}};

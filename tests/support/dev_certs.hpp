@@ -1,7 +1,7 @@
 #pragma once
 
 // Certificates for the TLS tests, made once per test process with
-// tools/make-certs (Debian's openssl command): one cluster CA with the
+// tools/ops/make-certs (Debian's openssl command): one cluster CA with the
 // nodes of config/tls-cluster.ini, a second CA ("other") with a worker of
 // its own, and an expired worker certificate of the cluster CA.
 
@@ -34,7 +34,7 @@ inline const dev_cert_dirs& dev_certs() {
     d.cluster = base + "/cluster";
     d.other = base + "/other";
     d.expired = base + "/expired";
-    std::string tool = STOKER_SOURCE_DIR "/tools/make-certs";
+    std::string tool = STOKER_SOURCE_DIR "/tools/ops/make-certs";
     auto run = [](const std::string& cmd) {
       BOOST_REQUIRE_MESSAGE(std::system((cmd + " >/dev/null").c_str()) == 0,
                             cmd);

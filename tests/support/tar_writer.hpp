@@ -2,7 +2,7 @@
 
 // WebDataset shards written byte by byte for the tests: ustar members, GNU
 // long names and pax records, and shards damaged on purpose. (Real shards
-// come from tools/make-shards, Python's tarfile.)
+// come from tools/data/make-shards, Python's tarfile.)
 
 #include <cstdio>
 #include <cstring>

@@ -2,7 +2,7 @@
 # in front of each line):
 #
 #     tool=bench-router
-#     . "$(dirname "$0")/lib/common.sh"
+#     . "$(dirname "$0")/../lib/common.sh"   # from tools/bench, data, ...
 #
 # Gives `root` (the repository), `build` (the one way every tool finds the
 # build: BUILD_DIR, default build/, as tools/setup), `node` (STOKER_NODE,

@@ -2,7 +2,8 @@
 default build/, as tools/setup; STOKER_NODE for the node binary), saying
 progress, failing, and the median [min-max] every benchmark prints.
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
+    # from a tool in tools/bench, data, ops or dev:
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
     import stoker_tools as tools
 """
 
@@ -36,3 +37,18 @@ def spread(xs: Sequence[float], digits: int = 1) -> str:
     in 10 columns)."""
     return (f"{statistics.median(xs):10.{digits}f}  "
             f"[{min(xs):.{digits}f}-{max(xs):.{digits}f}]")
+
+
+def rounds_arg(tool: str, argv: Sequence[str], default: int = 3) -> int:
+    """A benchmark's ROUNDS argument (argv[1], `default` when absent): a
+    positive integer, or a usage error (exit 2) that names the value."""
+    if len(argv) < 2:
+        return default
+    try:
+        rounds = int(argv[1])
+    except ValueError:
+        rounds = 0
+    if rounds <= 0:
+        fail(tool, f"ROUNDS = {argv[1]!r}: expected a positive integer",
+             code=2)
+    return rounds

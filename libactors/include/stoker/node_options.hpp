@@ -115,7 +115,7 @@ struct cluster_spec {
   std::chrono::milliseconds join_timeout{30000};
   std::chrono::milliseconds connect_timeout{10000};
   /// The topology: the nodes the head waits for before the run starts, and
-  /// what tools/launch-cluster starts.
+  /// what tools/ops/launch-cluster starts.
   std::vector<node_spec> nodes;
   std::string port_file; ///< the head writes its port here once listening
   /// Listening beyond loopback without TLS is refused unless this is set
@@ -156,7 +156,7 @@ struct tls_spec {
   std::string key;         ///< PEM: its private key
   std::string ca_file;     ///< PEM: the cluster's CA; peers must be signed by it
   std::string passphrase;  ///< the key's passphrase, if it is encrypted
-  /// A directory from tools/make-certs: ca.pem, NAME.pem, NAME.key for
+  /// A directory from tools/ops/make-certs: ca.pem, NAME.pem, NAME.key for
   /// this node's name (fills the three files that are not set).
   std::string dir;
   /// Refuse to start without TLS configured, even on loopback (a config
@@ -256,7 +256,7 @@ struct node_options {
   /// keeps the first result): makes slow workers for benchmarks and tests.
   double slowdown = 1.0;
   /// Each worker of this node also waits this long per item without using
-  /// the CPU: many simulated workers on one machine (tools/bench-scale).
+  /// the CPU: many simulated workers on one machine (tools/bench/bench-scale).
   std::chrono::milliseconds sim_item{0};
   trainer_local_spec trainer;
   std::string config_source; ///< the file (or embedded default) it came from

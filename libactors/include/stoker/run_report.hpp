@@ -145,7 +145,7 @@ struct run_report {
   std::vector<trainer_entry> trainers; ///< by rank
   double lease_to_ack_ms_p50 = 0; ///< a batch's lease to its ack (router)
   double lease_to_ack_ms_p99 = 0;
-  /// The run second by second (tools/plot-run draws it).
+  /// The run second by second (tools/ops/plot-run draws it).
   std::vector<series_point> series;
   /// Every machine (node.host) of the run, and what the run cost: each
   /// machine's price for wall_s (NaN, written null: no price known).

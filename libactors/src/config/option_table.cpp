@@ -82,7 +82,7 @@ std::vector<option_decl> make_table() {
             "lines; auto: when standard output is a terminal")
     .boolean("print-nodes", node_at<&N::print_nodes>,
              "print cluster.nodes as NAME ROLE WORKERS lines and exit (for "
-             "tools/launch-cluster)")
+             "tools/ops/launch-cluster)")
     .boolean("resume", node_at<&N::resume>,
              "the trainer continues from the checkpoint in "
              "trainer.checkpoint-dir (roles local and trainer); the head "
@@ -225,7 +225,7 @@ std::vector<option_decl> make_table() {
           "the passphrase of an encrypted tls.key")
     .shown_default("none")
     .text("dir", node_at<&N::tls, &tls_spec::dir>,
-          "a directory from tools/make-certs: ca.pem, NAME.pem and NAME.key "
+          "a directory from tools/ops/make-certs: ca.pem, NAME.pem and NAME.key "
           "for this node.name")
     .shown_default("none")
     .boolean("required", node_at<&N::tls, &tls_spec::required>,

@@ -44,13 +44,13 @@ caf::error check_listening(const node_options& node) {
     return bad(key + " = \"" + bind
                + "\" reaches beyond this machine, and TLS is not configured; "
                  "expected tls.certificate, tls.key and tls.ca-file (or "
-                 "tls.dir; tools/make-certs makes them), or cluster.insecure "
+                 "tls.dir; tools/ops/make-certs makes them), or cluster.insecure "
                  "= true to run unauthenticated (docs/security.md)");
   };
   if (node.tls.required && !node.tls.enabled()
       && node.role != role_kind::local)
     return bad("tls.required = true, and TLS is not configured; expected "
-               "tls.dir (tools/make-certs makes one), or tls.certificate, "
+               "tls.dir (tools/ops/make-certs makes one), or tls.certificate, "
                "tls.key and tls.ca-file");
   if (!node.tls.enabled() && !node.cluster.insecure) {
     if (listens && !is_loopback(node.cluster.bind))

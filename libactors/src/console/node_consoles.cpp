@@ -26,14 +26,14 @@ node_consoles::open(caf::actor_system& sys, const console_spec& spec,
     out.gate_ = std::move(*front);
     log_to(sys) << who << ": console on " << spec.bind << ":"
                 << out.gate_->port()
-                << " over mutual TLS (tools/stoker-console --tls.dir=DIR)";
+                << " over mutual TLS (tools/ops/stoker-console --tls.dir=DIR)";
   } else if (spec.port != 0) {
     auto tcp = console_server::start(sys, spec, target);
     if (!tcp)
       return std::move(tcp.error());
     out.tcp_ = std::move(*tcp);
     log_to(sys) << who << ": console on " << spec.bind << ":"
-                << out.tcp_->port() << " (nc or tools/stoker-console)";
+                << out.tcp_->port() << " (nc or tools/ops/stoker-console)";
   }
   if (spec.terminal) {
     auto terminal = terminal_console::start(sys, std::move(target));

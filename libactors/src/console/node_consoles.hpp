@@ -24,7 +24,7 @@ public:
   /// line starting with `who` ("head", "local"). With `tls` and a
   /// console.bind beyond loopback, the console listens on loopback behind
   /// a gate that speaks mutual TLS on console.bind (clients need a
-  /// certificate of the cluster's CA: tools/stoker-console --tls.dir).
+  /// certificate of the cluster's CA: tools/ops/stoker-console --tls.dir).
   /// Errors name the address or setting that failed.
   static caf::expected<node_consoles>
   open(caf::actor_system& sys, const console_spec& spec,

@@ -8,7 +8,7 @@ namespace stoker::detail {
 
 /// The calling process's peak resident set size so far, in bytes (0 if the
 /// system cannot say). Printed by every node when it exits, so memory can
-/// be compared across runs (tools/bench-router).
+/// be compared across runs (tools/bench/bench-router).
 inline uint64_t peak_rss_bytes() noexcept {
   rusage usage{};
   if (::getrusage(RUSAGE_SELF, &usage) != 0)

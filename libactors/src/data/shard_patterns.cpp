@@ -110,7 +110,7 @@ expand_shards(const std::string& data) {
     std::sort(out.begin(), out.end());
     if (out.empty())
       return detail::shards_error(data, "a directory without .tar files; expected "
-                       "WebDataset shards (tools/make-shards writes them)");
+                       "WebDataset shards (tools/data/make-shards writes them)");
     return out;
   }
   if (auto err = expand_braces(data, data, out))

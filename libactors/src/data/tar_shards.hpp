@@ -65,7 +65,7 @@ struct shard_listing {
 /// its tar headers (ustar, GNU long names, pax `path` and `size` records)
 /// and its label members; image bytes stay unread. `limit` > 0 keeps the
 /// first `limit` samples in shard order (the shards are shuffled when
-/// written: tools/make-shards), so a limited run reads fewer shards.
+/// written: tools/data/make-shards), so a limited run reads fewer shards.
 /// Errors (errc::invalid_config) name `data`, the shard and what was
 /// expected: no shard, a shard that cannot be read, no sample in any.
 caf::expected<shard_listing> list_tar_shards(const std::string& data,

@@ -59,7 +59,7 @@ caf::expected<blur_choice> resolve_blur(const blur_params& p) {
                         + "\" at best); expected \"auto\" or one it runs");
   out.isa = p.isa == cpu_isa::automatic ? best_cpu_isa() : p.isa;
   // Auto: the chain where it has vectors (measured faster than OpenCV by
-  // tools/bench-peer's stage rows), OpenCV's SIMD where it has none.
+  // tools/bench/bench-peer's stage rows), OpenCV's SIMD where it has none.
   out.impl = p.impl == blur_impl::automatic && out.isa == cpu_isa::scalar
                ? blur_impl::opencv
                : blur_impl::stoker;

@@ -108,7 +108,7 @@ int run_node(int argc, char** argv, const registry& reg) {
   }
   auto run = std::move(*opened);
   const auto& cfg = run->config();
-  if (cfg.node.print_nodes) { // for tools/launch-cluster
+  if (cfg.node.print_nodes) { // for tools/ops/launch-cluster
     std::string list;
     if (!cfg.node.discovered.empty())
       list += "# " + cfg.node.discovered + '\n';

@@ -29,7 +29,7 @@ public:
   /// Least-loaded compares every worker up to this many; past it, a
   /// decision compares `sampled_candidates` workers drawn at random plus
   /// every worker on the machine the item is for. A scan costs ~6 ns a
-  /// worker (tools/bench-routing: 17 k decisions/s at 10,000), the sample
+  /// worker (tools/bench/bench-routing: 17 k decisions/s at 10,000), the sample
   /// a fixed ~1 us a decision (888 k/s at 10,000); the best of 64 random
   /// draws lies in the best 5% of the workers with probability
   /// 1 - 0.95^64 > 0.96.

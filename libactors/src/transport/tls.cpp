@@ -229,7 +229,7 @@ caf::expected<tls_spec> resolve_tls_files(const tls_spec& spec,
                       "TLS is half configured: " + missing
                         + " not set; expected tls.certificate, tls.key and "
                           "tls.ca-file together (or tls.dir from "
-                          "tools/make-certs)");
+                          "tools/ops/make-certs)");
   return out;
 }
 

@@ -6,13 +6,13 @@
 //      thread to the trainer node's listener, which hands each batch to a
 //      trainer actor that acknowledges it over CAF's middleman; once with
 //      the run token only (no TLS, as on loopback) and once over mutual
-//      TLS 1.3 (tls.* set: certificates from tools/make-certs in CERTS),
+//      TLS 1.3 (tls.* set: certificates from tools/ops/make-certs in CERTS),
 //   3. the same batches as CAF messages through the middleman (the path a
 //      node takes with transport.batch-stream = false),
 // in ROUNDS rounds, each in a different order (medians and min-max
 // printed), and the framework's own cost per batch: frame encode and
 // decode, the routing decision, the lease/ack messages, and a TLS
-// handshake (once per stream). Run through tools/bench-transport; not part
+// handshake (once per stream). Run through tools/bench/bench-transport; not part
 // of CI.
 
 #include <algorithm>
@@ -136,7 +136,7 @@ spread over_rounds(std::vector<double> v) {
   return {mid, v.front(), v.back()};
 }
 
-// This node's TLS context from tools/make-certs' directory, or exits.
+// This node's TLS context from tools/ops/make-certs' directory, or exits.
 std::shared_ptr<const stoker::tls_context> tls_of(const std::string& dir,
                                                   const std::string& name) {
   stoker::tls_spec spec;
@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
   if (batches <= 0 || !wire || rounds <= 0 || certs.empty()) {
     std::fprintf(stderr, "usage: stoker-bench-transport BATCHES>0 "
                          "float32|float16|bfloat16 ROUNDS>0 CERTS_DIR "
-                         "(tools/bench-transport fills these in)\n");
+                         "(tools/bench/bench-transport fills these in)\n");
     return 2;
   }
   auto config = [] {

@@ -3,7 +3,7 @@
 // whole local pipeline (workers -> router -> sim trainer), measured side by
 // side in one run. Shared machines drift, so every row is measured in each
 // of several rounds, interleaved, and the medians are printed; ratios are
-// medians of the per-round ratios. Run through tools/bench-blur.
+// medians of the per-round ratios. Run through tools/bench/bench-blur.
 
 #include <algorithm>
 #include <cmath>
@@ -111,7 +111,7 @@ struct row {
 } // namespace
 
 int main(int argc, char** argv) {
-  // --stage-only: the blur stage's rows and the worker's (tools/bench-peer
+  // --stage-only: the blur stage's rows and the worker's (tools/bench/bench-peer
   // prints them).
   bool stage_only = argc > 1 && std::string{argv[1]} == "--stage-only";
   if (stage_only) {

@@ -1,5 +1,5 @@
 """The article's input pipeline through PyTorch's DataLoader, for
-tools/bench-peer: a random 224x224x3 float32 image per id (seeded by the
+tools/bench/bench-peer: a random 224x224x3 float32 image per id (seeded by the
 id), ToTensor, 10x GaussianBlur(11, sigma=(0.1, 2.0)), batches of 64.
 
   python3 bench_peer.py loader WORKERS BATCHES   -> images/s of the loader

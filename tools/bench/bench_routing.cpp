@@ -8,7 +8,7 @@
 // the picked worker's expected delay over the exact least one's, for 2,000
 // decisions of the same workload (1.00 = as good as a scan). Every configuration runs ROUNDS times in a
 // different order each round, each for at least 0.3 s; medians and the
-// spread are printed. Run through tools/bench-routing; not part of CI.
+// spread are printed. Run through tools/bench/bench-routing; not part of CI.
 
 #include <algorithm>
 #include <chrono>
