@@ -365,7 +365,8 @@ BOOST_AUTO_TEST_CASE(shards_from_make_shards_train_each_sample_once_per_epoch) {
   // The tool's own errors: usage (2), a folder that is not one (1).
   auto tool_exit = [](const std::string& args) {
     auto st = std::system((std::string{STOKER_SOURCE_DIR}
-                           + "/tools/data/make-shards " + args + " > /dev/null 2>&1")
+                           + "/tools/data/make-shards " + args
+                           + " > /dev/null 2>&1")
                             .c_str());
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   };

@@ -395,7 +395,8 @@ BOOST_AUTO_TEST_CASE(a_slow_rank_is_named_and_the_other_waits_for_it) {
 // Two ranks fed by two workers, one 3x slower, both too slow for the
 // ranks (workers short): the ranks share one in-flight window and wait for
 // data alike. With a window per rank, one rank's window ran wider and the
-// other waited 1.4-4x as long per step (tools/bench/bench-router's group-short).
+// other waited 1.4-4x as long per step (tools/bench/bench-router's
+// group-short).
 BOOST_AUTO_TEST_CASE(two_ranks_short_of_workers_wait_for_data_alike) {
   auto report = tmp_path("dp-short.json");
   std::vector<std::string> node = {"--trainer.device=sim",

@@ -225,8 +225,8 @@ std::vector<option_decl> make_table() {
           "the passphrase of an encrypted tls.key")
     .shown_default("none")
     .text("dir", node_at<&N::tls, &tls_spec::dir>,
-          "a directory from tools/ops/make-certs: ca.pem, NAME.pem and NAME.key "
-          "for this node.name")
+          "a directory from tools/ops/make-certs: ca.pem, NAME.pem and "
+          "NAME.key for this node.name")
     .shown_default("none")
     .boolean("required", node_at<&N::tls, &tls_spec::required>,
              "refuse to start unless TLS is configured (tls.dir or "

@@ -44,8 +44,9 @@ caf::error check_listening(const node_options& node) {
     return bad(key + " = \"" + bind
                + "\" reaches beyond this machine, and TLS is not configured; "
                  "expected tls.certificate, tls.key and tls.ca-file (or "
-                 "tls.dir; tools/ops/make-certs makes them), or cluster.insecure "
-                 "= true to run unauthenticated (docs/security.md)");
+                 "tls.dir; tools/ops/make-certs makes them), or "
+                 "cluster.insecure = true to run unauthenticated "
+                 "(docs/security.md)");
   };
   if (node.tls.required && !node.tls.enabled()
       && node.role != role_kind::local)

@@ -18,8 +18,8 @@
 namespace stoker {
 
 /// The console over TCP (a head's, or a local run's): any line-based client
-/// (`nc`, tools/ops/stoker-console) sends one command per line and gets the answer,
-/// then a "> " prompt. With a token, the first line must be it. One thread
+/// (`nc`, tools/ops/stoker-console) sends one command per line and gets the
+/// answer, then a "> " prompt. With a token, the first line must be it. One thread
 /// per connection, each with its own console_session; a client that sends
 /// junk gets usage lines, one that sends a line over 4 KiB is dropped. The
 /// destructor closes every connection and joins every thread.

@@ -109,8 +109,9 @@ expand_shards(const std::string& data) {
       return detail::shards_error(data, "cannot list it: " + ec.message());
     std::sort(out.begin(), out.end());
     if (out.empty())
-      return detail::shards_error(data, "a directory without .tar files; expected "
-                       "WebDataset shards (tools/data/make-shards writes them)");
+      return detail::shards_error(
+        data, "a directory without .tar files; expected WebDataset shards "
+              "(tools/data/make-shards writes them)");
     return out;
   }
   if (auto err = expand_braces(data, data, out))

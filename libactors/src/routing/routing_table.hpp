@@ -29,9 +29,9 @@ public:
   /// Least-loaded compares every worker up to this many; past it, a
   /// decision compares `sampled_candidates` workers drawn at random plus
   /// every worker on the machine the item is for. A scan costs ~6 ns a
-  /// worker (tools/bench/bench-routing: 17 k decisions/s at 10,000), the sample
-  /// a fixed ~1 us a decision (888 k/s at 10,000); the best of 64 random
-  /// draws lies in the best 5% of the workers with probability
+  /// worker (tools/bench/bench-routing: 17 k decisions/s at 10,000), the
+  /// sample a fixed ~1 us a decision (888 k/s at 10,000); the best of 64
+  /// random draws lies in the best 5% of the workers with probability
   /// 1 - 0.95^64 > 0.96.
   static constexpr size_t exact_up_to = 1024;
   static constexpr size_t sampled_candidates = 64;
