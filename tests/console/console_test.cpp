@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "stoker/router_status.hpp"
 #include "stoker/errors.hpp"
 #include "console/console_commands.hpp"
 #include "console/console_server.hpp"

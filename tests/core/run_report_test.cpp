@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include "stoker/router_status.hpp"
 #include "stoker/errors.hpp"
 #include "core/run_report.hpp"
 

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "stoker/router_status.hpp"
 #include "observe/job_metrics.hpp"
 #include "support/prometheus_text.hpp"
 

@@ -18,7 +18,7 @@
 #include <caf/typed_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "stoker/messages.hpp"
+#include "stoker/router_status.hpp"
 #include "stoker/options.hpp"
 
 namespace stoker {

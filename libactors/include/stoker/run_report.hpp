@@ -11,7 +11,7 @@
 
 #include <caf/error.hpp>
 
-#include "stoker/messages.hpp"
+#include "stoker/router_status.hpp"
 
 namespace stoker {
 

@@ -9,6 +9,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "stoker/router_status.hpp"
 #include "stoker/actors.hpp"
 #include "protocol/job_query.hpp"
 

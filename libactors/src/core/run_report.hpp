@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "stoker/router_status.hpp"
 #include "stoker/run_report.hpp"
 
 namespace stoker {

@@ -8,6 +8,7 @@
 #include <caf/expected.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "stoker/router_status.hpp"
 #include "stoker/actors.hpp"
 #include "stoker/options.hpp"
 #include "core/run_report.hpp"

@@ -14,6 +14,7 @@
 #include <caf/expected.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "stoker/router_status.hpp"
 #include "stoker/actors.hpp"
 
 namespace stoker {

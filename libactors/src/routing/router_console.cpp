@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "stoker/router_status.hpp"
 #include "stoker/errors.hpp"
 #include "routing/router_state.hpp"
 

@@ -13,6 +13,7 @@
 
 #include <caf/stateful_actor.hpp>
 
+#include "stoker/router_status.hpp"
 #include "stoker/actors.hpp"
 #include "core/batch_id_set.hpp"
 #include "core/trace_recorder.hpp"

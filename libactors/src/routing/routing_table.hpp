@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "stoker/messages.hpp"
+#include "stoker/router_status.hpp"
 #include "stoker/options.hpp"
 
 namespace stoker {

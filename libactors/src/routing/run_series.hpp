@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "stoker/messages.hpp"
+#include "stoker/router_status.hpp"
 
 namespace stoker {
 
