@@ -8,6 +8,7 @@
 
 #include "stoker/errors.hpp"
 #include "stoker/registry.hpp"
+#include "config/run_config.hpp"
 #include "kernels/blur.hpp"
 #include "node/node_config.hpp"
 
@@ -375,6 +376,32 @@ BOOST_AUTO_TEST_CASE(rejects_inconsistent_values) {
 
 BOOST_AUTO_TEST_CASE(rejects_roles_this_build_does_not_run) {
   BOOST_TEST(mentions(rejection({"--role=wizard"}), "--role=wizard"));
+}
+
+BOOST_AUTO_TEST_CASE(a_nodes_usage_counts_from_its_runs_start) {
+  node_options node;
+  node.name = "w-1";
+  node.host = "algo-2";
+  node.instance_type = "ml.c5.4xlarge";
+  node.prices = {{"ml.p3.2xlarge", 3.825}, {"ml.c5.4xlarge", 0.816}};
+  auto u = node_usage_between(node, usage_mark{12.0, 100.0},
+                              usage_mark{15.5, 102.0});
+  BOOST_TEST(u.node == "w-1");
+  BOOST_TEST(u.host == "algo-2");
+  BOOST_TEST(u.cpu_s == 3.5, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(u.wall_s == 2.0, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(u.price_per_hour == 0.816);
+  // Readings out of order (never from one process's clocks): no time, not
+  // a negative share of the machine.
+  auto back = node_usage_between(node, usage_mark{15.5, 102.0},
+                                 usage_mark{12.0, 100.0});
+  BOOST_TEST(back.cpu_s == 0.0);
+  BOOST_TEST(back.wall_s == 0.0);
+  // Now, from where the node says its run started.
+  node.run_started = usage_mark_now();
+  auto now = node_usage_now(node);
+  BOOST_TEST(now.wall_s >= 0.0);
+  BOOST_TEST(now.wall_s < 5.0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

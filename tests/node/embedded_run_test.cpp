@@ -6,10 +6,12 @@
 #include <mutex>
 #include <thread>
 
-#include <unistd.h>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "stoker/embed.hpp"
 #include "stoker/errors.hpp"
@@ -82,6 +84,17 @@ caf::error refusal(std::vector<std::string> args) {
   return opened ? caf::error{} : opened.error();
 }
 
+// This process's CPU time so far (every thread), seconds.
+double cpu_seconds() {
+  rusage usage{};
+  BOOST_REQUIRE(::getrusage(RUSAGE_SELF, &usage) == 0);
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec)
+           + 1e-6 * static_cast<double>(t.tv_usec);
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(embedded_run)
@@ -130,6 +143,45 @@ BOOST_AUTO_TEST_CASE(a_loop_gets_every_sample_once_with_its_bits) {
   BOOST_TEST(report->exactly_once());
   BOOST_TEST(r.run->bytes_copied() == 0u);
   BOOST_TEST(r.said("Iteration 2:")); // the run's lines reach the handler
+}
+
+BOOST_AUTO_TEST_CASE(the_cpu_utilisation_a_report_gives_is_its_runs_alone) {
+  // A process that idled (or worked) before its run, as an embedder's
+  // does: the figure must not count that time (it did when it counted
+  // from the process's start, or the library's load).
+  std::this_thread::sleep_for(4s);
+  small_run r{19200, 2, {"--worker.slowdown=4"}};
+  auto cpu_before = cpu_seconds();
+  auto wall_before = std::chrono::steady_clock::now();
+  BOOST_REQUIRE(!r.run->start(std::nullopt, 0, 1));
+  bool release = false;
+  for (;;) {
+    auto e = r.next(release);
+    release = e.kind == loop_event::kind_type::batch;
+    if (release)
+      done_with(e);
+    if (e.kind == loop_event::kind_type::finished)
+      break;
+  }
+  double wall = std::chrono::duration<double>(
+                  std::chrono::steady_clock::now() - wall_before)
+                  .count();
+  double cores = std::max(1u, std::thread::hardware_concurrency());
+  double measured = (cpu_seconds() - cpu_before) / (wall * cores);
+  BOOST_TEST(r.run->join(10s));
+  auto report = r.run->report();
+  BOOST_REQUIRE(report);
+  BOOST_REQUIRE_EQUAL(report->hosts.size(), 1u);
+  double said = report->hosts[0].cpu_utilisation;
+  BOOST_TEST_MESSAGE("the run took " << wall << " s; CPU utilisation "
+                                     << said << " said, " << measured
+                                     << " measured around it");
+  // The test's span holds the node's, with the start-up and the end on
+  // either side: a little wider, never 4 s wider.
+  BOOST_TEST(said >= 0.7 * measured, said << " said, " << measured
+                                          << " measured");
+  BOOST_TEST(said <= 1.3 * measured + 0.05, said << " said, " << measured
+                                                 << " measured");
 }
 
 BOOST_AUTO_TEST_CASE(a_loop_that_leaves_on_purpose_stops_the_run) {

@@ -223,8 +223,8 @@ struct trainer_hello {
 struct node_usage {
   std::string node; ///< its name (several actors of a node: counted once)
   std::string host; ///< node.host: the machine
-  double cpu_s = 0.0;  ///< the process's CPU time (user + system) so far
-  double wall_s = 0.0; ///< since the process started
+  double cpu_s = 0.0;  ///< CPU time (user + system) since the run started
+  double wall_s = 0.0; ///< since the run started in this process
   uint32_t cores = 0;  ///< the machine's cores: 100% is all of them busy
   double price_per_hour = 0.0; ///< node.price-per-hour or node.prices; 0: unknown
 };

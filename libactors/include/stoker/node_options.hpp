@@ -223,6 +223,14 @@ struct log_spec {
 
 /// What stays with each node: its role, name and addresses, its consoles,
 /// its workers and its trainer's device. Never shipped.
+/// One end of the span a node's CPU utilisation covers: the process's CPU
+/// time (every thread) and wall time, both counted from the library's load,
+/// read together.
+struct usage_mark {
+  double cpu_s = 0.0;
+  double wall_s = 0.0;
+};
+
 struct node_options {
   role_kind role = role_kind::local;
   std::string name; ///< this node's name in the cluster; "" = ROLE-PID
@@ -260,6 +268,11 @@ struct node_options {
   std::chrono::milliseconds sim_item{0};
   trainer_local_spec trainer;
   std::string config_source; ///< the file (or embedded default) it came from
+  /// Not a key: set when the run starts in this process (embedded_run::
+  /// start), so that the CPU utilisation a report gives is this run's, not
+  /// the process's since the library was loaded (an embedder that ran
+  /// before, or idled, would dilute it).
+  usage_mark run_started;
 };
 
 } // namespace stoker

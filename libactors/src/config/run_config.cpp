@@ -1,5 +1,6 @@
 #include "config/run_config.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include <unistd.h>
@@ -157,12 +158,17 @@ bool shows_progress(const node_options& node) {
              && ::isatty(STDOUT_FILENO) == 1);
 }
 
-node_usage node_usage_now(const node_options& node) {
+usage_mark usage_mark_now() noexcept {
+  return usage_mark{process_cpu_seconds(), process_wall_seconds()};
+}
+
+node_usage node_usage_between(const node_options& node, usage_mark from,
+                              usage_mark to) {
   node_usage u;
   u.node = node.name;
   u.host = node.host;
-  u.cpu_s = process_cpu_seconds();
-  u.wall_s = process_wall_seconds();
+  u.cpu_s = std::max(0.0, to.cpu_s - from.cpu_s);
+  u.wall_s = std::max(0.0, to.wall_s - from.wall_s);
   u.cores = machine_cores();
   u.price_per_hour = node.price_per_hour;
   if (u.price_per_hour <= 0.0)
@@ -170,6 +176,10 @@ node_usage node_usage_now(const node_options& node) {
       if (type == node.instance_type)
         u.price_per_hour = price;
   return u;
+}
+
+node_usage node_usage_now(const node_options& node) {
+  return node_usage_between(node, node.run_started, usage_mark_now());
 }
 
 } // namespace stoker

@@ -25,9 +25,19 @@ caf::expected<run_config> read_run_config(const caf::settings& content);
 /// run's trainer then leaves out its Iteration lines.
 bool shows_progress(const node_options& node);
 
-/// What this node process has used of its machine so far, with the
-/// machine's price per hour (node.price-per-hour, else node.instance-type
-/// in node.prices, else 0: unknown).
+/// Where the process's clocks stand now (process_cpu_seconds,
+/// process_wall_seconds).
+usage_mark usage_mark_now() noexcept;
+
+/// What this node process used of its machine from `from` to `to`, with
+/// the machine's price per hour (node.price-per-hour, else node.
+/// instance-type in node.prices, else 0: unknown). A clock that went
+/// backwards counts as no time.
+node_usage node_usage_between(const node_options& node, usage_mark from,
+                              usage_mark to);
+
+/// What this node process has used of its machine since its run started
+/// here (node.run_started).
 node_usage node_usage_now(const node_options& node);
 
 } // namespace stoker

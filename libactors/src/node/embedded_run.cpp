@@ -7,6 +7,7 @@
 #include <caf/actor_system.hpp>
 
 #include "stoker/errors.hpp"
+#include "config/run_config.hpp"
 #include "core/checksum.hpp"
 #include "data/epoch_plan.hpp"
 #include "node/local_role.hpp"
@@ -234,6 +235,9 @@ caf::error embedded_run::start(std::optional<std::string> cursor,
   if (!links)
     return make_error(errc::invalid_config, describe(links.error()));
   st.links = std::move(*links);
+  // The report's CPU utilisation covers this run only (a process that
+  // embeds runs one after another, or idled first, would dilute it).
+  st.cfg.node.run_started = usage_mark_now();
   st.runner = std::thread([self = shared_from_this()] { self->run(); });
   return caf::none;
 }
