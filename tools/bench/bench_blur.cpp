@@ -172,12 +172,9 @@ int main(int argc, char** argv) {
                  stoker::describe(chosen.error()).c_str());
     return 2;
   }
-  // What the chain issues per output value and pass (the taps are paired,
-  // blur_chain_impl.hpp): the centre's multiply and r fused multiply-adds
-  // on the FMA units, r adds; 3r + 1 FLOP, not the textbook 2K = 4r + 2.
+  // What the chain issues per output vector and pass (the taps are
+  // paired): stoker::detail::chain_issue_per_output.
   const double radius = (blur.kernel_size - 1) / 2;
-  const double outputs = 2.0 * blur.repeat * data.height * data.width
-                         * data.channels; // per image, both halves
   auto best = stoker::best_cpu_isa();
   // The units' best rates over the rounds (a bound is the most the machine
   // was seen to do, not a median of slow moments).
@@ -197,12 +194,13 @@ int main(int argc, char** argv) {
     peak.fma_one_chain_per_s = std::max(peak.fma_one_chain_per_s,
                                         p.fma_one_chain_per_s);
     hz = std::max(hz, core_hz());
-    double vectors = outputs / peak.lanes; // vector instructions of a kind
-    double seconds
-      = std::max({vectors * (radius + 1) / peak.fma_per_s,
-                  vectors * radius / peak.add_per_s,
-                  vectors * (2 * radius + 1) / peak.mixed_per_s});
-    return 1.0 / seconds;
+    double vectors = static_cast<double>(stoker::detail::chain_output_vectors(
+                       data.height, data.width, blur.repeat,
+                       static_cast<uint32_t>(peak.lanes)))
+                     * data.channels; // an image's planes
+    double seconds = stoker::detail::chain_seconds_bound(
+      peak, vectors, static_cast<uint32_t>(radius));
+    return seconds > 0 ? 1.0 / seconds : 0.0;
   };
   row bound{"FMA bound (measured units / ops per image)", {}};
   // The chain alone: an image's CHW planes through every call in place,

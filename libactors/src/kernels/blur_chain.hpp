@@ -52,6 +52,31 @@ struct fp_peaks {
   double fma_one_chain_per_s = 0; ///< dependent FMAs: 1 / latency
 };
 
+/// The vector instructions one output vector of one pass costs (the taps
+/// are paired, blur_chain_impl.hpp): the centre's multiply and r fused
+/// multiply-adds on the FMA units, and r adds; 3r + 1 FLOP a lane, not
+/// the textbook 2K = 4r + 2 (a bound counted from that is exceeded).
+struct chain_issue {
+  uint64_t fma_unit = 0; ///< the multiply and the FMAs
+  uint64_t adds = 0;
+};
+chain_issue chain_issue_per_output(uint32_t radius) noexcept;
+
+/// Output vectors a chain of `calls` blurs computes on one h x w plane
+/// with `lanes`-wide vectors, both halves: every position of every strip
+/// (a strip narrower than `lanes` still costs whole vectors).
+uint64_t chain_output_vectors(uint32_t h, uint32_t w, uint32_t calls,
+                              uint32_t lanes) noexcept;
+
+/// The fewest seconds the units measured in `peak` need for `vectors`
+/// output vectors of a blur of `radius`: the slowest of the FMA units
+/// alone, the add units alone and both kinds mixed (where adds share the
+/// FMA units the mixed rate is the FMA rate; where they have units of
+/// their own, up to twice it). No chain can run faster; 0 if `peak` has
+/// a rate of 0.
+double chain_seconds_bound(const fp_peaks& peak, double vectors,
+                           uint32_t radius) noexcept;
+
 /// Measures fp_peaks with `iterations` rounds of each probe, writing to
 /// `sink` (16 floats) so nothing is optimized away; `now` is a clock in
 /// seconds. Only on a CPU that runs the ISA.
