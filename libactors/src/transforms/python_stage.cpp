@@ -1,0 +1,475 @@
+#include "transforms/python_stage.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "stoker/errors.hpp"
+
+extern char** environ;
+
+namespace stoker {
+
+namespace {
+
+// The interpreter's side, run with `python3 -c`: imports the callable,
+// says so (or why not), then answers one call at a time until the worker
+// closes its socket. Fixed fds: 3 the socket, 4 the shared memory.
+// A request is 8 little-endian u64 (kind, seed, h, w, c, dtype, the
+// memory's size, where the output goes); a reply 5 (status, h, w, c,
+// length of the text that follows). Status 0 ok, 1 the function raised
+// (or the import failed), 2 it returned the wrong thing.
+constexpr const char* host_script = R"PY(
+import importlib, random, socket, struct, sys, traceback
+sock = socket.socket(fileno=int(sys.argv[1]))
+mem_fd, ref = int(sys.argv[2]), sys.argv[3]
+sys.path[:0] = sys.argv[4:]
+HEAD, REPLY = struct.Struct('<8Q'), struct.Struct('<5Q')
+
+def reply(status, h=0, w=0, c=0, text=''):
+    data = text.encode('utf-8', 'replace')
+    sock.sendall(REPLY.pack(status, h, w, c, len(data)) + data)
+
+def receive(n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            sys.exit(0)  # the worker went away
+        buf += chunk
+    return bytes(buf)
+
+try:  # end with the worker, even inside the function
+    import ctypes
+    ctypes.CDLL(None).prctl(1, 9)
+except Exception:
+    pass
+try:
+    module_name, _, attr = ref.partition(':')
+    fn = importlib.import_module(module_name)
+    for part in attr.split('.'):
+        fn = getattr(fn, part)
+    if not callable(fn):
+        raise TypeError(f'{ref} is a {type(fn).__name__}, not a callable')
+    import mmap
+    import torch
+    torch.set_num_threads(1)
+except BaseException as e:
+    reply(1, text=f'{type(e).__name__}: {e}')
+    sys.exit(0)
+reply(0)
+mm, size = None, 0
+DTYPES = {0: torch.uint8, 1: torch.float32}
+while True:
+    kind, seed, h, w, c, dt, mapped, out_at = HEAD.unpack(receive(HEAD.size))
+    if mapped != size:
+        if mm is not None:
+            mm.close()
+        mm, size = mmap.mmap(mem_fd, mapped), mapped
+    dtype, n = DTYPES[dt], h * w * c
+    x = torch.frombuffer(mm, dtype=dtype, count=n).view(h, w, c)
+    x = x.permute(2, 0, 1)
+    torch.manual_seed(seed)
+    random.seed(seed)
+    if 'numpy' in sys.modules:
+        sys.modules['numpy'].random.seed(seed % (1 << 32))
+    try:
+        y = fn(x)
+    except Exception as e:
+        del x
+        reply(1, text=f'{type(e).__name__}: {e}\n{traceback.format_exc()}')
+        continue
+    del x
+    if (not isinstance(y, torch.Tensor) or y.dtype != dtype
+            or tuple(y.shape) != (c, h, w)):
+        got = (f'a {y.dtype} tensor of shape {tuple(y.shape)}'
+               if isinstance(y, torch.Tensor) else f'a {type(y).__name__}')
+        del y
+        reply(2, text=f'returned {got}; expected a {dtype} tensor of '
+                      f'shape (C, H, W) = ({c}, {h}, {w})')
+        continue
+    out = torch.frombuffer(mm, dtype=dtype, count=n, offset=out_at)
+    out.view(h, w, c).copy_(y.permute(1, 2, 0))
+    del out, y
+    reply(0, h, w, c)
+)PY";
+
+constexpr int child_socket_fd = 3;
+constexpr int child_memory_fd = 4;
+
+size_t aligned(size_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
+
+// An fd that is not one of the child's fixed numbers (dup2 onto itself
+// would keep its close-on-exec flag).
+int above_fixed(int fd) {
+  if (fd > child_memory_fd)
+    return fd;
+  int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, child_memory_fd + 1);
+  ::close(fd);
+  return moved;
+}
+
+std::string how_it_ended(int status) {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* name = ::sigabbrev_np(sig);
+    return "killed by signal " + std::to_string(sig)
+           + (name ? std::string{" (SIG"} + name + ")" : "");
+  }
+  if (WIFEXITED(status))
+    return "exited with code " + std::to_string(WEXITSTATUS(status));
+  return "ended";
+}
+
+// Waits until `fd` is readable or `deadline` passes: false on a timeout.
+bool readable_by(int fd, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  deadline - std::chrono::steady_clock::now())
+                  .count();
+    if (left < 0)
+      return false;
+    pollfd p{fd, POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (n > 0)
+      return true;
+    if (n < 0 && errno != EINTR)
+      return true; // the read says what is wrong
+  }
+}
+
+enum class io_result { ok, closed, timed_out };
+
+io_result read_all(int fd, void* into, size_t n,
+                   std::chrono::steady_clock::time_point deadline) {
+  auto* at = static_cast<char*>(into);
+  while (n > 0) {
+    if (!readable_by(fd, deadline))
+      return io_result::timed_out;
+    auto got = ::recv(fd, at, n, 0);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return io_result::closed;
+    at += got;
+    n -= static_cast<size_t>(got);
+  }
+  return io_result::ok;
+}
+
+bool write_all(int fd, const void* from, size_t n) {
+  auto* at = static_cast<const char*>(from);
+  while (n > 0) {
+    auto put = ::send(fd, at, n, MSG_NOSIGNAL);
+    if (put < 0 && errno == EINTR)
+      continue;
+    if (put <= 0)
+      return false;
+    at += put;
+    n -= static_cast<size_t>(put);
+  }
+  return true;
+}
+
+struct reply_head {
+  uint64_t status = 0, h = 0, w = 0, c = 0, text_bytes = 0;
+};
+
+std::string paths_of(const python_stage_options& o) {
+  if (o.path.empty())
+    return "python.path is empty";
+  std::string s = "python.path = [";
+  for (size_t i = 0; i < o.path.size(); ++i)
+    s += (i ? ", \"" : "\"") + o.path[i] + "\"";
+  return s + "]";
+}
+
+} // namespace
+
+uint64_t python_stage_seed(uint32_t word0, uint32_t word1) noexcept {
+  // 63 bits: torch.manual_seed, random.seed and numpy (mod 2^32) all take
+  // it as it is.
+  return ((uint64_t{word0} << 32) | word1) >> 1;
+}
+
+python_stage_process::python_stage_process(private_tag,
+                                           python_stage_options options,
+                                           int pid, int socket, int memory)
+  : options_(std::move(options)), pid_(pid), socket_(socket),
+    memory_(memory) {
+}
+
+caf::expected<std::unique_ptr<python_stage_process>>
+python_stage_process::start(const python_stage_options& options) {
+  auto name = "python(" + options.ref + ")";
+  auto failed = [&](const std::string& what) {
+    return make_error(errc::io_failure, name + ": " + what + ": "
+                                          + std::strerror(errno));
+  };
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+    return failed("cannot make a socket pair");
+  int ours = pair[0];
+  int theirs = above_fixed(pair[1]);
+  int memory = above_fixed(::memfd_create("stoker-python-stage", MFD_CLOEXEC));
+  if (theirs < 0 || memory < 0) {
+    auto err = failed("cannot make its shared memory");
+    ::close(ours);
+    if (theirs >= 0)
+      ::close(theirs);
+    if (memory >= 0)
+      ::close(memory);
+    return err;
+  }
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_adddup2(&actions, theirs, child_socket_fd);
+  ::posix_spawn_file_actions_adddup2(&actions, memory, child_memory_fd);
+  ::posix_spawn_file_actions_addclosefrom_np(&actions, child_memory_fd + 1);
+  std::vector<std::string> args{options.executable, "-c", host_script,
+                                std::to_string(child_socket_fd),
+                                std::to_string(child_memory_fd), options.ref};
+  args.insert(args.end(), options.path.begin(), options.path.end());
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  int spawned = ::posix_spawn(&pid, options.executable.c_str(), &actions,
+                              nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::close(theirs);
+  if (spawned != 0) {
+    ::close(ours);
+    ::close(memory);
+    errno = spawned;
+    return failed("cannot start python.executable \"" + options.executable
+                  + "\"");
+  }
+  auto process = std::make_unique<python_stage_process>(private_tag{}, options,
+                                                        pid, ours, memory);
+  reply_head hello;
+  auto deadline = std::chrono::steady_clock::now() + options.import_timeout;
+  auto got = read_all(ours, &hello, sizeof(hello), deadline);
+  if (got == io_result::timed_out)
+    return make_error(errc::io_failure,
+                      name + ": the interpreter did not import it within "
+                        + std::to_string(options.import_timeout.count() / 1000)
+                        + " s");
+  if (got == io_result::closed)
+    return process->died("it imported the module");
+  std::string text(std::min<uint64_t>(hello.text_bytes, 1 << 20), '\0');
+  if (read_all(ours, text.data(), text.size(), deadline) != io_result::ok)
+    return process->died("it imported the module");
+  if (hello.status != 0)
+    return make_error(errc::invalid_config,
+                      name + ": cannot import it (" + text + "); expected "
+                        + "MODULE:CALLABLE importable by \""
+                        + options.executable + "\" with " + paths_of(options));
+  return process;
+}
+
+python_stage_process::~python_stage_process() {
+  if (map_)
+    ::munmap(map_, mapped_);
+  if (socket_ >= 0)
+    ::close(socket_); // the interpreter reads its end and leaves
+  if (memory_ >= 0)
+    ::close(memory_);
+  if (pid_ <= 0)
+    return;
+  int status = 0;
+  for (int i = 0; i < 50; ++i) { // up to 0.5 s to leave on its own
+    if (::waitpid(pid_, &status, WNOHANG) != 0)
+      return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, &status, 0);
+}
+
+caf::error python_stage_process::died(const std::string& while_doing) {
+  alive_ = false;
+  int pid = pid_;
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 100 && done == 0; ++i) { // it closed: it is ending
+    done = ::waitpid(pid_, &status, WNOHANG);
+    if (done == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::string how = "ended";
+  if (done == pid_) {
+    how = how_it_ended(status);
+    pid_ = -1; // reaped: the destructor leaves it alone
+  }
+  return make_error(errc::io_failure,
+                    "python(" + options_.ref + ")'s process (pid "
+                      + std::to_string(pid) + ") " + how + " while "
+                      + while_doing);
+}
+
+caf::error python_stage_process::grow(size_t bytes) {
+  if (bytes <= mapped_)
+    return caf::none;
+  size_t size = std::max(bytes, size_t{1} << 20);
+  if (map_)
+    ::munmap(map_, mapped_);
+  map_ = nullptr;
+  mapped_ = 0;
+  if (::ftruncate(memory_, static_cast<off_t>(size)) != 0)
+    return make_error(errc::io_failure,
+                      "python(" + options_.ref + "): cannot size its shared "
+                        + "memory to " + std::to_string(size) + " bytes: "
+                        + std::strerror(errno));
+  void* at = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                    memory_, 0);
+  if (at == MAP_FAILED)
+    return make_error(errc::io_failure,
+                      "python(" + options_.ref + "): cannot map its shared "
+                        + "memory: " + std::strerror(errno));
+  map_ = static_cast<unsigned char*>(at);
+  mapped_ = size;
+  return caf::none;
+}
+
+caf::expected<cv::Mat> python_stage_process::call(const cv::Mat& image,
+                                                  uint64_t seed,
+                                                  std::string* traceback) {
+  auto name = "python(" + options_.ref + ")";
+  if (!alive_)
+    return make_error(errc::io_failure, name + ": its process has ended");
+  int depth = image.depth();
+  if (image.dims != 2 || (depth != CV_8U && depth != CV_32F)
+      || image.channels() < 1 || image.channels() > 4)
+    return make_error(errc::io_failure,
+                      name + ": takes 8-bit or float32 images of 1 to 4 "
+                        + "channels; got type " + std::to_string(image.type()));
+  auto h = static_cast<uint64_t>(image.rows);
+  auto w = static_cast<uint64_t>(image.cols);
+  auto c = static_cast<uint64_t>(image.channels());
+  size_t bytes = image.total() * image.elemSize();
+  size_t out_at = aligned(bytes);
+  if (auto err = grow(out_at + bytes))
+    return err;
+  size_t row = static_cast<size_t>(image.cols) * image.elemSize();
+  for (int y = 0; y < image.rows; ++y)
+    std::memcpy(map_ + static_cast<size_t>(y) * row, image.ptr(y), row);
+  uint64_t head[8] = {1, seed, h, w, c, depth == CV_8U ? 0u : 1u, mapped_,
+                      out_at};
+  if (!write_all(socket_, head, sizeof(head)))
+    return died("it was given a sample");
+  auto deadline = std::chrono::steady_clock::now() + options_.call_timeout;
+  reply_head reply;
+  auto got = read_all(socket_, &reply, sizeof(reply), deadline);
+  if (got == io_result::timed_out) {
+    alive_ = false; // its state is unknown: the destructor kills it
+    timed_out_ = true;
+    return make_error(errc::io_failure,
+                      name + " took longer than "
+                        + std::to_string(options_.call_timeout.count() / 1000)
+                        + " s on one sample; its process (pid "
+                        + std::to_string(pid_) + ") is stopped");
+  }
+  if (got == io_result::closed)
+    return died("it ran on a sample");
+  std::string text(std::min<uint64_t>(reply.text_bytes, 1 << 20), '\0');
+  if (read_all(socket_, text.data(), text.size(), deadline) != io_result::ok)
+    return died("it answered");
+  if (reply.status != 0) {
+    auto first = text.substr(0, text.find('\n'));
+    if (traceback)
+      *traceback = text.find('\n') == std::string::npos
+                     ? std::string{}
+                     : text.substr(text.find('\n') + 1);
+    return make_error(errc::io_failure,
+                      name + (reply.status == 1 ? " raised " : " ") + first);
+  }
+  cv::Mat out(image.rows, image.cols, image.type());
+  std::memcpy(out.data, map_ + out_at, bytes);
+  return out;
+}
+
+python_stage_pool::python_stage_pool(python_stage_options options,
+                                     size_t max_processes)
+  : options_(std::move(options)),
+    max_processes_(std::max<size_t>(1, max_processes)) {
+}
+
+uint64_t python_stage_pool::started() const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return started_;
+}
+
+caf::expected<cv::Mat> python_stage_pool::call(const cv::Mat& image,
+                                               uint64_t seed,
+                                               std::string* traceback) {
+  caf::error last;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::unique_ptr<python_stage_process> process;
+    {
+      std::unique_lock<std::mutex> lock{mutex_};
+      auto deadline = std::chrono::steady_clock::now()
+                      + options_.call_timeout + options_.import_timeout;
+      while (idle_.empty() && running_ >= max_processes_)
+        if (idle_cv_.wait_until(lock, deadline) == std::cv_status::timeout)
+          return make_error(errc::io_failure,
+                            "python(" + options_.ref + "): no process of "
+                              + "the stage was free within "
+                              + std::to_string(std::chrono::duration_cast<
+                                                 std::chrono::seconds>(
+                                                 options_.call_timeout
+                                                 + options_.import_timeout)
+                                                 .count())
+                              + " s");
+      if (!idle_.empty()) {
+        process = std::move(idle_.back());
+        idle_.pop_back();
+      } else {
+        ++running_;
+        ++started_;
+      }
+    }
+    if (!process) {
+      auto made = python_stage_process::start(options_);
+      if (!made) {
+        std::lock_guard<std::mutex> guard{mutex_};
+        --running_;
+        idle_cv_.notify_one();
+        return std::move(made.error());
+      }
+      process = std::move(*made);
+    }
+    auto out = process->call(image, seed, traceback);
+    bool alive = process->alive();
+    bool timed_out = process->timed_out();
+    if (!alive)
+      process.reset(); // reaped (or killed) outside the lock
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      if (alive)
+        idle_.push_back(std::move(process));
+      else
+        --running_;
+    }
+    idle_cv_.notify_one();
+    if (out || alive || timed_out) // a slow function is not tried again
+      return out;
+    last = std::move(out.error()); // died in the call: once more, afresh
+  }
+  return last;
+}
+
+} // namespace stoker

@@ -1,0 +1,132 @@
+#pragma once
+
+// A Python stage of the transform chain (`python(module:callable)`): the
+// user's function runs in child processes, each an interpreter of its own
+// (never the training loop's process, never its GIL), one call at a time
+// each, so W worker threads run W calls at once. Why child processes and
+// not an interpreter embedded in the node: a node runs one interpreter
+// at most (one GIL for all its workers), and a function that crashes
+// (a segfault, os._exit) takes only its own process down.
+//
+// The pixels cross through a shared-memory file both processes map
+// (memfd): the worker writes the sample once, the function sees a tensor
+// view of it (CHW over the HWC bytes: torchvision's layout), and its
+// result is copied once into the same memory for the worker to take.
+
+#include <chrono>
+#include <cstdint>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+#include <opencv2/core.hpp>
+
+namespace stoker {
+
+/// What a Python stage runs and where.
+struct python_stage_options {
+  /// "module:callable" (a dotted attribute path after the colon).
+  std::string ref;
+  /// The interpreter (python.executable): one with torch, as the function
+  /// needs.
+  std::string executable = "/usr/bin/python3";
+  /// Directories put first on the interpreter's sys.path (python.path).
+  std::vector<std::string> path;
+  /// How long the interpreter may take to start and import `ref`.
+  std::chrono::milliseconds import_timeout{120'000};
+  /// How long one call may take before its process is killed.
+  std::chrono::milliseconds call_timeout{60'000};
+};
+
+/// One interpreter process running a Python stage's function. Not shared:
+/// one thread calls it at a time (python_stage_pool hands them out). The
+/// destructor ends the process (its socket closed, then SIGKILL after a
+/// moment) and reaps it.
+class python_stage_process {
+public:
+  /// Starts the interpreter and waits until it has imported `options.ref`.
+  /// errc::invalid_config names the reference, the module's error and
+  /// python.path when the module or the callable is not there;
+  /// errc::io_failure when the interpreter cannot start.
+  static caf::expected<std::unique_ptr<python_stage_process>>
+  start(const python_stage_options& options);
+
+  ~python_stage_process();
+  python_stage_process(const python_stage_process&) = delete;
+  python_stage_process& operator=(const python_stage_process&) = delete;
+
+  /// The function applied to `image` (HWC, CV_8U or CV_32F, 1 to 4
+  /// channels; any layout in memory) with torch's, random's and numpy's
+  /// generators seeded with `seed` first. The result must be a tensor of
+  /// the input's dtype and CHW shape; it comes back as a new HWC Mat.
+  /// Errors: errc::io_failure naming the exception (its type and message;
+  /// `traceback` gets Python's traceback), a result of the wrong kind, or
+  /// the process's end (then alive() is false).
+  caf::expected<cv::Mat> call(const cv::Mat& image, uint64_t seed,
+                              std::string* traceback = nullptr);
+
+  /// Whether the process still answers (false once it died or timed out).
+  bool alive() const noexcept { return alive_; }
+
+  /// Whether a call ran past options.call_timeout (the process is then
+  /// not alive either, and is killed when destroyed).
+  bool timed_out() const noexcept { return timed_out_; }
+
+  /// The process's id (for messages and tests).
+  int pid() const noexcept { return pid_; }
+
+  struct private_tag {};
+  python_stage_process(private_tag, python_stage_options options, int pid,
+                       int socket, int memory);
+
+private:
+  caf::error grow(size_t bytes);
+  caf::error died(const std::string& while_doing);
+
+  python_stage_options options_;
+  int pid_ = -1;
+  int socket_ = -1;
+  int memory_ = -1;
+  size_t mapped_ = 0;
+  unsigned char* map_ = nullptr;
+  bool alive_ = true;
+  bool timed_out_ = false;
+};
+
+/// A node's processes for one Python stage, shared by its worker threads:
+/// each call takes an idle process (starting one when none is idle, up to
+/// `max_processes`, else waiting for one), so W threads run W calls at
+/// once. A process that died inside the function is replaced and the call
+/// tried once more on the new one; a second death fails the sample, named.
+class python_stage_pool {
+public:
+  python_stage_pool(python_stage_options options, size_t max_processes);
+
+  /// python_stage_process::call on an idle process. Thread-safe.
+  caf::expected<cv::Mat> call(const cv::Mat& image, uint64_t seed,
+                              std::string* traceback = nullptr);
+
+  /// Processes started so far, replacements included (tests, the report).
+  uint64_t started() const;
+
+  const python_stage_options& options() const noexcept { return options_; }
+
+private:
+  python_stage_options options_;
+  size_t max_processes_;
+  mutable std::mutex mutex_;
+  std::condition_variable idle_cv_;
+  std::vector<std::unique_ptr<python_stage_process>> idle_;
+  size_t running_ = 0; // processes alive, idle or in a call
+  uint64_t started_ = 0;
+};
+
+/// The seed a Python stage's generators get for one sample: from the
+/// sample's own generator (seed, epoch, sample id, position in the chain),
+/// so every worker, and a hedged copy, draws the same values.
+uint64_t python_stage_seed(uint32_t word0, uint32_t word1) noexcept;
+
+} // namespace stoker

@@ -1,0 +1,269 @@
+#include <boost/test/unit_test.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include "stoker/errors.hpp"
+#include "transforms/python_stage.hpp"
+
+// A Python stage's processes as a worker uses them: the user's function
+// on a sample, seeded, bit for bit what plain Python makes; its exception,
+// a wrong result and a module that is not there, named; a process that
+// dies, replaced; two threads served at once.
+
+using namespace stoker;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* user_module = R"PY(
+import os, time, torch
+
+def invert(x):
+    return 255 - x
+
+def noisy(x):
+    return x + torch.rand(x.shape)
+
+def boom(x):
+    raise ValueError('sample too dark')
+
+def narrower(x):
+    return x[:, :, :2]
+
+def crash(x):
+    os.kill(os.getpid(), 9)
+
+def crash_once(x):
+    mark = os.path.join(os.path.dirname(__file__), 'crashed')
+    if not os.path.exists(mark):
+        open(mark, 'w').close()
+        os.kill(os.getpid(), 9)
+    return x
+
+def slow_pid(x):
+    time.sleep(0.3)
+    return torch.full_like(x, float(os.getpid()))
+
+not_callable = 3
+)PY";
+
+// A scratch folder holding the module above (stage_fns.py).
+struct module_dir {
+  fs::path dir;
+  module_dir() {
+    dir = fs::temp_directory_path()
+          / ("stoker-python-stage-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    std::ofstream{dir / "stage_fns.py"} << user_module;
+  }
+  ~module_dir() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+  python_stage_options options(const std::string& fn) const {
+    python_stage_options o;
+    o.ref = "stage_fns:" + fn;
+    o.path = {dir.string()};
+    o.call_timeout = std::chrono::seconds(30);
+    return o;
+  }
+};
+
+cv::Mat ramp(int h, int w, int type) {
+  cv::Mat m(h, w, type);
+  auto* p = m.data;
+  for (size_t i = 0; i < m.total() * m.elemSize(); ++i)
+    p[i] = static_cast<unsigned char>((i * 7) % 200);
+  if (m.depth() == CV_32F)
+    m = cv::Mat(h, w, type, cv::Scalar::all(0.25));
+  return m;
+}
+
+// What went wrong, for a message (BOOST_REQUIRE_MESSAGE reads it even
+// when the check passes).
+template <class T>
+std::string why(const caf::expected<T>& x) {
+  return x ? std::string{} : describe(x.error());
+}
+
+std::string bytes_of(const cv::Mat& m) {
+  return std::string(reinterpret_cast<const char*>(m.data),
+                     m.total() * m.elemSize());
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(python_stage)
+
+BOOST_AUTO_TEST_CASE(a_function_sees_torchvisions_layout_and_its_result_comes_back) {
+  module_dir m;
+  auto p = python_stage_process::start(m.options("invert"));
+  BOOST_REQUIRE_MESSAGE(p, why(p));
+  auto in = ramp(5, 7, CV_8UC3);
+  auto out = (*p)->call(in, 1);
+  BOOST_REQUIRE_MESSAGE(out, why(out));
+  BOOST_TEST(out->type() == CV_8UC3);
+  BOOST_TEST(out->rows == 5);
+  BOOST_TEST(out->cols == 7);
+  cv::Mat expected = cv::Scalar::all(255) - in;
+  BOOST_TEST(bytes_of(*out) == bytes_of(expected));
+  // A view into a larger image (rows not contiguous) crosses as its pixels.
+  auto big = ramp(10, 20, CV_8UC3);
+  auto roi = big(cv::Rect(3, 2, 7, 5));
+  auto out2 = (*p)->call(roi, 1);
+  BOOST_REQUIRE(out2);
+  cv::Mat expected2 = cv::Scalar::all(255) - roi;
+  BOOST_TEST(bytes_of(*out2) == bytes_of(expected2));
+}
+
+BOOST_AUTO_TEST_CASE(a_seeded_call_is_bit_for_bit_what_plain_python_makes) {
+  module_dir m;
+  auto p = python_stage_process::start(m.options("noisy"));
+  BOOST_REQUIRE_MESSAGE(p, why(p));
+  cv::Mat in(4, 6, CV_32FC3, cv::Scalar::all(0.25));
+  uint64_t seed = python_stage_seed(0x9e3779b9u, 0x7f4a7c15u);
+  auto a = (*p)->call(in, seed);
+  auto b = (*p)->call(in, seed);
+  auto other = (*p)->call(in, seed + 1);
+  BOOST_REQUIRE(a);
+  BOOST_REQUIRE(b);
+  BOOST_REQUIRE(other);
+  BOOST_TEST(bytes_of(*a) == bytes_of(*b)); // the same seed, the same draws
+  BOOST_TEST(bytes_of(*a) != bytes_of(*other));
+  // The same function called in plain Python on the same input and seed.
+  auto expected_file = m.dir / "expected.bin";
+  auto command = "/usr/bin/python3 -c \"import sys, torch; "
+                 "sys.path.insert(0, '"
+                 + m.dir.string()
+                 + "'); import stage_fns; torch.manual_seed("
+                 + std::to_string(seed)
+                 + "); x = torch.full((3, 4, 6), 0.25); "
+                   "y = stage_fns.noisy(x); open('"
+                 + expected_file.string()
+                 + "', 'wb').write(y.permute(1, 2, 0).contiguous()"
+                   ".numpy().tobytes())\"";
+  BOOST_REQUIRE(std::system(command.c_str()) == 0);
+  std::ifstream f{expected_file, std::ios::binary};
+  std::string expected{std::istreambuf_iterator<char>(f), {}};
+  BOOST_TEST(bytes_of(*a) == expected);
+}
+
+BOOST_AUTO_TEST_CASE(an_exception_is_named_and_the_process_serves_on) {
+  module_dir m;
+  auto p = python_stage_process::start(m.options("boom"));
+  BOOST_REQUIRE(p);
+  std::string traceback;
+  auto out = (*p)->call(ramp(4, 4, CV_8UC3), 1, &traceback);
+  BOOST_REQUIRE(!out);
+  BOOST_TEST(is(out.error(), errc::io_failure));
+  BOOST_TEST(describe(out.error()).find(
+               "python(stage_fns:boom) raised ValueError: sample too dark")
+               != std::string::npos,
+             describe(out.error()));
+  BOOST_TEST(traceback.find("stage_fns.py") != std::string::npos, traceback);
+  BOOST_TEST((*p)->alive());
+  BOOST_TEST(!(*p)->call(ramp(4, 4, CV_8UC3), 2)); // and again, still there
+  BOOST_TEST((*p)->alive());
+}
+
+BOOST_AUTO_TEST_CASE(a_result_of_the_wrong_shape_names_what_was_expected) {
+  module_dir m;
+  auto p = python_stage_process::start(m.options("narrower"));
+  BOOST_REQUIRE(p);
+  auto out = (*p)->call(ramp(4, 5, CV_8UC3), 1);
+  BOOST_REQUIRE(!out);
+  auto text = describe(out.error());
+  BOOST_TEST(text.find("returned a torch.uint8 tensor of shape (3, 4, 2); "
+                       "expected a torch.uint8 tensor of shape (C, H, W) = "
+                       "(3, 4, 5)")
+               != std::string::npos,
+             text);
+}
+
+BOOST_AUTO_TEST_CASE(a_module_or_callable_that_is_not_there_is_refused) {
+  module_dir m;
+  auto missing = m.options("invert");
+  missing.ref = "no_such_module:fn";
+  auto a = python_stage_process::start(missing);
+  BOOST_REQUIRE(!a);
+  BOOST_TEST(is(a.error(), errc::invalid_config));
+  auto text = describe(a.error());
+  BOOST_TEST(text.find("python(no_such_module:fn): cannot import it "
+                       "(ModuleNotFoundError: No module named "
+                       "'no_such_module')")
+               != std::string::npos,
+             text);
+  BOOST_TEST(text.find("python.path = [\"" + m.dir.string() + "\"]")
+               != std::string::npos,
+             text);
+  auto b = python_stage_process::start(m.options("nothing_here"));
+  BOOST_REQUIRE(!b);
+  BOOST_TEST(describe(b.error()).find("AttributeError") != std::string::npos,
+             describe(b.error()));
+  auto c = python_stage_process::start(m.options("not_callable"));
+  BOOST_REQUIRE(!c);
+  BOOST_TEST(describe(c.error()).find("is a int, not a callable")
+               != std::string::npos,
+             describe(c.error()));
+  auto no_python = m.options("invert");
+  no_python.executable = "/nonexistent/python3";
+  auto d = python_stage_process::start(no_python);
+  BOOST_REQUIRE(!d);
+  BOOST_TEST(describe(d.error()).find("/nonexistent/python3")
+               != std::string::npos,
+             describe(d.error()));
+}
+
+BOOST_AUTO_TEST_CASE(a_process_that_dies_is_named_and_replaced) {
+  module_dir m;
+  // Dies once: the pool starts another and the sample goes through.
+  python_stage_pool once{m.options("crash_once"), 1};
+  auto out = once.call(ramp(4, 4, CV_8UC3), 1);
+  BOOST_REQUIRE_MESSAGE(out, why(out));
+  BOOST_TEST(once.started() == 2u);
+  // Dies every time: the second death fails the sample, named.
+  python_stage_pool always{m.options("crash"), 1};
+  auto failed = always.call(ramp(4, 4, CV_8UC3), 1);
+  BOOST_REQUIRE(!failed);
+  auto text = describe(failed.error());
+  BOOST_TEST(text.find("python(stage_fns:crash)'s process (pid ")
+               != std::string::npos,
+             text);
+  BOOST_TEST(text.find("killed by signal 9 (SIGKILL) while it ran on a "
+                       "sample")
+               != std::string::npos,
+             text);
+  BOOST_TEST(always.started() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(two_threads_are_served_by_two_processes_at_once) {
+  module_dir m;
+  python_stage_pool pool{m.options("slow_pid"), 2};
+  cv::Mat results[2];
+  std::thread threads[2];
+  for (int i = 0; i < 2; ++i)
+    threads[i] = std::thread([&, i] {
+      auto out = pool.call(ramp(2, 2, CV_32FC1), 1);
+      if (out)
+        results[i] = *out;
+    });
+  for (auto& t : threads)
+    t.join();
+  BOOST_REQUIRE(!results[0].empty());
+  BOOST_REQUIRE(!results[1].empty());
+  BOOST_TEST(pool.started() == 2u);
+  // Each thread's sample was made by a process of its own.
+  BOOST_TEST(results[0].at<float>(0, 0) != results[1].at<float>(0, 0));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
