@@ -19,6 +19,10 @@ namespace stoker {
 struct entry_spec {
   std::string name;
   std::vector<double> args;
+  /// A first argument that names code rather than a number,
+  /// "MODULE:CALLABLE" ("python(my_aug:trivial_wide)"); empty for most
+  /// entries (the registry refuses one where the entry takes none).
+  std::string ref;
   std::string text; ///< as written, for error messages
   /// The registered entry's version, recorded by the head
   /// (stamp_versions); empty until then.
@@ -27,8 +31,8 @@ struct entry_spec {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, entry_spec& x) {
-  return f(caf::meta::type_name("entry_spec"), x.name, x.args, x.text,
-           x.version);
+  return f(caf::meta::type_name("entry_spec"), x.name, x.args, x.ref,
+           x.text, x.version);
 }
 
 /// One entry of `pipeline.transforms`: a registered transform's name with
@@ -39,7 +43,8 @@ using transform_spec = entry_spec;
 /// for entries made in code, e.g. a transform's evaluation form.
 entry_spec make_entry(std::string name, std::vector<double> args = {});
 
-/// Parses "name" or "name(a, b, ...)" with numeric arguments; the syntax
+/// Parses "name" or "name(a, b, ...)" with numeric arguments, the first
+/// of which may be a reference "MODULE:CALLABLE" (dotted names); the syntax
 /// only (the registry checks the name and the argument count). Errors
 /// (errc::invalid_config) quote the entry.
 caf::expected<entry_spec> parse_entry(std::string_view text);

@@ -19,6 +19,9 @@ enum class errc : uint8_t {
   run_failure,        ///< an actor of the run failed or exited early
   out_of_memory,      ///< a worker could not allocate a batch
   stopped,            ///< ended on purpose (a training loop closed early)
+  /// A transform failed on one sample (a Python stage's exception): the
+  /// message starts with the entry as written; the sample is skipped.
+  transform_failure,
 };
 
 /// The atom that tags Stoker's error category in caf::error.

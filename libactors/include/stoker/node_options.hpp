@@ -223,6 +223,15 @@ struct log_spec {
 
 /// What stays with each node: its role, name and addresses, its consoles,
 /// its workers and its trainer's device. Never shipped.
+/// Where this node's Python stages run (python.*): each node its own, as
+/// the modules live on its machine.
+struct python_spec {
+  /// The interpreter a stage's processes run (one with torch).
+  std::string executable = "/usr/bin/python3";
+  /// Directories put first on its sys.path, where the modules are.
+  std::vector<std::string> path;
+};
+
 /// One end of the span a node's CPU utilisation covers: the process's CPU
 /// time (every thread) and wall time, both counted from the library's load,
 /// read together.
@@ -267,6 +276,7 @@ struct node_options {
   /// the CPU: many simulated workers on one machine (tools/bench/bench-scale).
   std::chrono::milliseconds sim_item{0};
   trainer_local_spec trainer;
+  python_spec python; ///< where its Python stages run
   std::string config_source; ///< the file (or embedded default) it came from
   /// Not a key: set when the run starts in this process (embedded_run::
   /// start), so that the CPU utilisation a report gives is this run's, not

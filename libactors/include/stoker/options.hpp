@@ -267,6 +267,9 @@ struct data_spec {
   /// pipeline.decode-region: a chain starting decode then a crop decodes
   /// only what the crop needs of a JPEG (transform_chain::bind).
   bool decode_region = true;
+  /// pipeline.max-failed-share: the run fails once more than this share of
+  /// its samples failed in a transform (a Python stage's exception).
+  double max_failed_share = 0.01;
   /// pipeline.dataset-size: the synthetic source's size; a real source's
   /// fixed subset of N samples (0 = all).
   uint64_t train_limit = 0;
@@ -287,7 +290,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, data_spec& x) {
   return f(caf::meta::type_name("data_spec"), x.source, x.data, x.eval_data,
            x.transforms, x.eval_transforms, x.eval, x.decode_region,
-           x.train_limit,
+           x.max_failed_share, x.train_limit,
            x.eval_limit, x.seed, x.train_size, x.eval_size, x.num_classes,
            x.output, x.fingerprint, x.damage);
 }

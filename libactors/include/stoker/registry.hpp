@@ -70,6 +70,10 @@ struct transform_def {
   /// Whether it takes a file's bytes (only decode does): the chain over a
   /// source of files must start with such a transform.
   bool takes_files = false;
+  /// Whether its first argument names a function, MODULE:CALLABLE
+  /// (entry_spec::ref; only python does): required then, refused
+  /// otherwise.
+  bool takes_ref = false;
   /// Which implementation this is ("2", a date, a commit): the head's
   /// pipeline records it, and a node whose entry of that name has another
   /// version refuses to join. Change it when the entry's output changes.

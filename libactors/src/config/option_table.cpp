@@ -63,6 +63,19 @@ caf::error read_prices(const std::string& name,
   return caf::none;
 }
 
+// python.path = ["DIR", ...]: any directories (a missing one is the
+// import's error to name).
+caf::error read_python_path(const std::string& name,
+                            const std::vector<std::string>& entries,
+                            run_config& cfg) {
+  for (auto& dir : entries)
+    if (dir.empty())
+      return make_error(errc::invalid_config,
+                        name + ": an empty entry; expected directories");
+  cfg.node.python.path = entries;
+  return caf::none;
+}
+
 using N = node_options;
 using P = pipeline_options;
 
@@ -142,6 +155,15 @@ std::vector<option_decl> make_table() {
           "instance prices the user supplies: \"TYPE=DOLLARS_PER_HOUR\" "
           "entries, looked up by node.instance-type",
           "[\"TYPE=PRICE\", ...]", "[]", read_prices)
+    // -- python
+    .section("python")
+    .text("executable", node_at<&N::python, &python_spec::executable>,
+          "the interpreter a python(MODULE:CALLABLE) transform's processes "
+          "run (one with torch; the Python package sets its own)")
+    .list("path", option_scope::node,
+          "directories put first on that interpreter's sys.path, where the "
+          "transforms' modules are (each node its own)",
+          "[\"DIR\", ...]", "[]", read_python_path)
     // -- cluster
     .section("cluster")
     .text("bind", node_at<&N::cluster, &cluster_spec::bind>,
@@ -295,6 +317,11 @@ std::vector<option_decl> make_table() {
     .entries("eval-transforms", pipe_at<&P::data, &data_spec::eval_transforms>,
              "the chain for test samples")
     .shown_default("the transforms without augmentation")
+    .real("max-failed-share",
+          pipe_at<&P::data, &data_spec::max_failed_share>, 0.0, 1.0,
+          "the run fails once more than this share of its samples failed "
+          "in a transform (a python(...) stage's exception), judged over "
+          "at least 1,000 samples; below it each is skipped and counted")
     .boolean("decode-region", pipe_at<&P::data, &data_spec::decode_region>,
              "a chain that starts decode, then random-resized-crop or "
              "resize + center-crop, decodes only the rows and columns of a "

@@ -1,5 +1,6 @@
 #include "stoker/entry_spec.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,33 @@ std::string trimmed(std::string_view s) {
     return {};
   auto e = s.find_last_not_of(" \t");
   return std::string{s.substr(b, e - b + 1)};
+}
+
+// "module.sub:callable.attr": Python names, dotted, either side of one
+// colon.
+bool is_reference(const std::string& word) {
+  auto colon = word.find(':');
+  if (colon == std::string::npos || word.find(':', colon + 1) != word.npos)
+    return false;
+  auto dotted = [](std::string_view s) {
+    bool start = true;
+    for (char c : s) {
+      bool letter = std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+      bool digit = std::isdigit(static_cast<unsigned char>(c));
+      if (c == '.') {
+        if (start)
+          return false;
+        start = true;
+      } else if (letter || (digit && !start)) {
+        start = false;
+      } else {
+        return false;
+      }
+    }
+    return !start;
+  };
+  std::string_view w{word};
+  return dotted(w.substr(0, colon)) && dotted(w.substr(colon + 1));
 }
 
 } // namespace
@@ -57,9 +85,14 @@ caf::expected<entry_spec> parse_entry(std::string_view text) {
     auto word = trimmed(inside.substr(at, comma - at));
     char* end = nullptr;
     double v = std::strtod(word.c_str(), &end);
-    if (word.empty() || *end != '\0' || !std::isfinite(v))
-      return fail("argument '" + word + "' is not a number");
-    t.args.push_back(v);
+    if (at == 0 && is_reference(word)) {
+      t.ref = word;
+    } else if (word.empty() || *end != '\0' || !std::isfinite(v)) {
+      return fail("argument '" + word + "' is not a number"
+                  + (at == 0 ? " (nor MODULE:CALLABLE)" : ""));
+    } else {
+      t.args.push_back(v);
+    }
     if (comma == std::string::npos)
       return t;
     at = comma + 1;

@@ -35,7 +35,13 @@ image_batch map_samples(const dataset& data,
         why = name + ": " + why;
       batch.skipped_ids.push_back(id);
       batch.skipped_names.push_back(std::move(why));
-      batch.skipped_sources.push_back(data.source_of(id));
+      // A transform's failure counts against the transform (its entry
+      // starts the message), not the file or shard.
+      auto& err = pixels.error();
+      batch.skipped_sources.push_back(
+        is(err, errc::transform_failure)
+          ? transform_failure_source(describe(err))
+          : data.source_of(id));
       continue;
     }
     auto& img = *pixels;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>
+#include <type_traits>
 
 #include "stoker/errors.hpp"
 #include "registry/builtins.hpp"
@@ -68,6 +69,15 @@ caf::error check_entry(const Def* def, const entry_spec& entry,
   if (def == nullptr)
     return bad(prefix + "unknown " + kind + " '" + entry.name
                + "'; expected " + known);
+  bool takes_ref = false;
+  if constexpr (std::is_same_v<Def, transform_def>)
+    takes_ref = def->takes_ref;
+  if (takes_ref && entry.ref.empty())
+    return bad(prefix + "expected " + def->name
+               + "(MODULE:CALLABLE): the function to run");
+  if (!takes_ref && !entry.ref.empty())
+    return bad(prefix + "'" + entry.ref + "' is not a number; "
+               + "usage: " + (def->usage.empty() ? def->name : def->usage));
   auto n = entry.args.size();
   if (n < def->min_args || n > def->max_args)
     return bad(prefix + std::to_string(n) + " argument(s); usage: "

@@ -1,5 +1,12 @@
 #include "train/skip_tally.hpp"
 
+#include <algorithm>
+#include <cstdio>
+#include <string_view>
+
+#include "stoker/errors.hpp"
+#include "transforms/transform_chain.hpp"
+
 namespace stoker {
 
 void skip_tally::by_source::add(const std::string& source,
@@ -61,6 +68,40 @@ std::vector<skip_source> skip_tally::sources() const {
     out.push_back(std::move(rest));
   }
   return out;
+}
+
+caf::error
+failure_share::add(uint64_t delivered,
+                   const std::vector<std::string>& skipped_sources,
+                   const std::vector<std::string>& skipped_reasons) {
+  samples_ += delivered + skipped_sources.size();
+  for (size_t i = 0; i < skipped_sources.size(); ++i) {
+    if (!is_transform_failure_source(skipped_sources[i]))
+      continue;
+    if (failed_++ == 0) {
+      first_source_ = skipped_sources[i].substr(
+        std::string_view{"transform "}.size());
+      first_reason_ = i < skipped_reasons.size() ? skipped_reasons[i]
+                                                 : "no reason given";
+    }
+  }
+  auto judged = std::max<uint64_t>(samples_, min_judged);
+  if (failed_ == 0
+      || static_cast<double>(failed_)
+           <= max_share_ * static_cast<double>(judged))
+    return caf::none;
+  char share[32];
+  std::snprintf(share, sizeof(share), "%.1f%%",
+                100.0 * static_cast<double>(failed_)
+                  / static_cast<double>(samples_));
+  char limit[32];
+  std::snprintf(limit, sizeof(limit), "%g", max_share_);
+  return make_error(errc::run_failure,
+                    first_source_ + " failed on " + std::to_string(failed_)
+                      + " of " + std::to_string(samples_)
+                      + " samples so far (" + share
+                      + "), past pipeline.max-failed-share = " + limit
+                      + "; the first: " + first_reason_);
 }
 
 } // namespace stoker

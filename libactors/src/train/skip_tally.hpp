@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <caf/error.hpp>
+
 #include "stoker/messages.hpp"
 
 namespace stoker {
@@ -54,6 +56,37 @@ private:
   std::map<uint64_t, by_source> epochs_;
   by_source run_;
   uint64_t total_ = 0;
+};
+
+/// The share of a run's samples a transform failed on (a Python stage's
+/// exception: skip sources is_transform_failure_source says are a
+/// transform's), judged as batches come against pipeline.max-failed-share:
+/// over at least min_judged samples, so a few early failures do not end a
+/// run whose share is below it, while a stage that fails every sample
+/// ends it with its first batch or two. Owned by the trainer actor.
+class failure_share {
+public:
+  static constexpr uint64_t min_judged = 1000;
+
+  explicit failure_share(double max_share) : max_share_(max_share) {
+  }
+
+  /// One batch: `delivered` samples made, and the sources and reasons of
+  /// those skipped. errc::run_failure once the failures pass the share,
+  /// naming the count, the share, the key and the first failure's reason
+  /// (every call after that too).
+  caf::error add(uint64_t delivered,
+                 const std::vector<std::string>& skipped_sources,
+                 const std::vector<std::string>& skipped_reasons);
+
+  uint64_t failed() const noexcept { return failed_; }
+
+private:
+  double max_share_;
+  uint64_t samples_ = 0;
+  uint64_t failed_ = 0;
+  std::string first_source_;
+  std::string first_reason_;
 };
 
 } // namespace stoker

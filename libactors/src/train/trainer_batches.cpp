@@ -300,6 +300,14 @@ bool run_batch(trainer_ptr self, image_batch& batch,
                                                  : "(unnamed)",
                 i < batch.skipped_names.size() ? batch.skipped_names[i]
                                                : "no reason given");
+  if (!s.failures)
+    s.failures.emplace(s.cfg.pipeline.data.max_failed_share);
+  if (auto err = s.failures->add(batch.sample_ids.size(),
+                                 batch.skipped_sources,
+                                 batch.skipped_names)) {
+    self->quit(err); // a transform that fails too often: the run fails
+    return false;
+  }
   step_outcome o;
   bool pending = false;
   if (batch.part == split::test) {

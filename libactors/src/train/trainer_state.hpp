@@ -94,6 +94,9 @@ struct trainer_state {
   /// Samples its workers skipped, by phase (epoch * 2 + 1 for a test
   /// phase) and source: said as each phase closes, summed for the report.
   skip_tally skips;
+  /// pipeline.max-failed-share over the samples so far (made with the
+  /// first batch, when the run's pipeline is known).
+  std::optional<failure_share> failures;
   batch_expectation expect;
   trainer_stats stats;
   // Batch ids trained on: a hedged lease can bring a batch twice.

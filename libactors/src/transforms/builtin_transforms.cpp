@@ -294,6 +294,24 @@ void add_builtin_transforms(registry& reg) {
   blur.apply = pixels(apply_blur);
   blur.eval = dropped_in_eval;
   must_add(reg.add(std::move(blur)));
+
+  // The user's function, in processes of its own (transforms/
+  // python_stage.hpp): the chain a worker binds gives it its processes.
+  auto python = define("python", 0, 0, "python(MODULE:CALLABLE)");
+  python.takes_ref = true;
+  python.check = [](const entry_spec& t, chain_state& st) {
+    if (st.encoded)
+      return transform_error(t, "expected decoded pixels: put it after "
+                                "decode");
+    return caf::error{}; // the same shape and dtype come out (checked)
+  };
+  python.apply = [](const entry_spec& t, sample_input&, const counter_rng&) {
+    return make_error(errc::io_failure,
+                      t.text + " runs only in a chain bound with a node's "
+                               "python settings (a worker's)");
+  };
+  python.eval = dropped_in_eval; // an augmentation, as flips and blurs
+  must_add(reg.add(std::move(python)));
 }
 
 } // namespace stoker::detail

@@ -408,6 +408,17 @@ python_stage_pool::python_stage_pool(python_stage_options options,
     max_processes_(std::max<size_t>(1, max_processes)) {
 }
 
+caf::error python_stage_pool::prime() {
+  auto made = python_stage_process::start(options_);
+  if (!made)
+    return std::move(made.error());
+  std::lock_guard<std::mutex> guard{mutex_};
+  ++running_;
+  ++started_;
+  idle_.push_back(std::move(*made));
+  return caf::none;
+}
+
 uint64_t python_stage_pool::started() const {
   std::lock_guard<std::mutex> guard{mutex_};
   return started_;

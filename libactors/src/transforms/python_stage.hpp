@@ -105,6 +105,10 @@ class python_stage_pool {
 public:
   python_stage_pool(python_stage_options options, size_t max_processes);
 
+  /// Starts one process now and keeps it idle: the import's error (a
+  /// module or callable that is not there) before any sample.
+  caf::error prime();
+
   /// python_stage_process::call on an idle process. Thread-safe.
   caf::expected<cv::Mat> call(const cv::Mat& image, uint64_t seed,
                               std::string* traceback = nullptr);

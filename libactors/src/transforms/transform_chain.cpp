@@ -7,6 +7,7 @@
 #include "stoker/errors.hpp"
 #include "kernels/jpeg_region.hpp"
 #include "kernels/region_resample.hpp"
+#include "transforms/python_stage.hpp"
 
 namespace stoker {
 
@@ -79,15 +80,54 @@ eval_chain_of(const std::vector<transform_spec>& train, const registry& reg) {
   return out;
 }
 
+namespace {
+
+constexpr const char* failure_prefix = "transform ";
+
+} // namespace
+
+std::string transform_failure_source(const std::string& message) {
+  auto close = message.find(')');
+  auto space = message.find(' ');
+  auto end = close != std::string::npos && close < space ? close + 1 : space;
+  return failure_prefix + message.substr(0, end);
+}
+
+bool is_transform_failure_source(const std::string& source) noexcept {
+  return source.rfind(failure_prefix, 0) == 0;
+}
+
 caf::expected<transform_chain>
 transform_chain::bind(const std::vector<transform_spec>& chain,
-                      const registry& reg, bool decode_region) {
+                      const registry& reg, bool decode_region,
+                      const python_binding* python) {
   transform_chain out;
   for (auto& t : chain) {
     if (auto err = reg.check_transform(t, "pipeline.transforms"))
       return err;
     out.specs_.push_back(t);
     out.defs_.push_back(*reg.transform(t.name));
+    if (python && out.defs_.back().takes_ref) {
+      python_stage_options options;
+      options.ref = t.ref;
+      options.executable = python->spec.executable;
+      options.path = python->spec.path;
+      auto pool = std::make_shared<python_stage_pool>(std::move(options),
+                                                      python->processes);
+      if (auto err = pool->prime())
+        return err;
+      out.defs_.back().apply = [pool](const entry_spec&, sample_input& s,
+                                      const counter_rng& rng) {
+        auto words = rng.block(0);
+        auto made = pool->call(s.pixels, python_stage_seed(words[0],
+                                                           words[1]));
+        if (!made) // the sample fails, not the worker
+          return make_error(errc::transform_failure,
+                            describe(made.error()));
+        s.pixels = std::move(*made);
+        return caf::error{};
+      };
+    }
   }
   auto named = [&](size_t k, const char* name) {
     return k < chain.size() && chain[k].name == name;

@@ -1,10 +1,12 @@
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include <caf/expected.hpp>
 #include <opencv2/core.hpp>
 
+#include "stoker/node_options.hpp"
 #include "stoker/registry.hpp"
 #include "kernels/image_ops.hpp"
 
@@ -37,6 +39,14 @@ struct decode_tally {
   uint64_t file_pixels = 0;
 };
 
+/// What a chain's python(MODULE:CALLABLE) entries run on (python_stage.hpp):
+/// the node's python settings and how many processes each may have (one
+/// per worker thread of the node).
+struct python_binding {
+  python_spec spec;
+  size_t processes = 1;
+};
+
 /// A checked chain bound to its transforms' definitions (copies: it does
 /// not refer to the registry), so a worker looks nothing up per sample.
 /// Immutable: one chain serves every worker thread of a node at once.
@@ -48,9 +58,13 @@ public:
   /// `decode_region` (pipeline.decode-region): a chain that starts with
   /// decode then random-resized-crop, or decode, resize(S) and
   /// center-crop, runs those entries fused on a JPEG (fused_entries()).
+  /// `python`: each python(...) entry gets a pool of processes, the first
+  /// started now, so a module that does not import is refused here
+  /// (errc::invalid_config naming python.path); without it such an entry
+  /// fails every sample. The pools end with the last copy of the chain.
   static caf::expected<transform_chain>
   bind(const std::vector<transform_spec>& chain, const registry& reg,
-       bool decode_region = true);
+       bool decode_region = true, const python_binding* python = nullptr);
 
   /// Runs the chain on one sample on the calling thread and returns HWC
   /// float32 pixels. Entry k draws from the generator of (key, stage
@@ -92,6 +106,15 @@ private:
   size_t flip_entry_ = 0;    // 0: no flip in the fused start
   size_t normalize_entry_ = 0; // 0: none
 };
+
+/// The source a sample skipped for a transform's failure (errc::
+/// transform_failure) is counted under in the run's skips: "transform " and
+/// the entry its message starts with ("transform python(my_aug:boom)").
+std::string transform_failure_source(const std::string& message);
+
+/// Whether a skipped sample's source is a transform's (as made above),
+/// not a file's or a shard's: what pipeline.max-failed-share counts.
+bool is_transform_failure_source(const std::string& source) noexcept;
 
 /// Binds and runs `chain` once: for tools and tests (a worker binds once).
 caf::expected<cv::Mat> apply_chain(const std::vector<transform_spec>& chain,

@@ -36,7 +36,8 @@ void waste_blur_work(const blur_params& blur, const image_batch& unblurred,
 } // namespace
 
 caf::expected<batch_maker> batch_maker::open(const pipeline_options& pipeline,
-                                             const registry& reg) {
+                                             const registry& reg,
+                                             const python_binding& python) {
   batch_maker out;
   out.pipeline_ = pipeline;
   if (pipeline.kind == pipeline_kind::fused_blur) {
@@ -54,7 +55,8 @@ caf::expected<batch_maker> batch_maker::open(const pipeline_options& pipeline,
   if (!train)
     return std::move(train.error());
   out.train_ = std::move(*train);
-  auto chain = transform_chain::bind(data.transforms, reg, data.decode_region);
+  auto chain = transform_chain::bind(data.transforms, reg, data.decode_region,
+                                     &python);
   if (!chain)
     return std::move(chain.error());
   out.train_chain_ = std::move(*chain);
@@ -64,7 +66,7 @@ caf::expected<batch_maker> batch_maker::open(const pipeline_options& pipeline,
       return std::move(test.error());
     out.test_ = std::move(*test);
     chain = transform_chain::bind(data.eval_transforms, reg,
-                                  data.decode_region);
+                                  data.decode_region, &python);
     if (!chain)
       return std::move(chain.error());
     out.test_chain_ = std::move(*chain);

@@ -42,9 +42,11 @@ public:
   /// Opens what `pipeline` reads (the splits through its source in `reg`,
   /// the test split only when the run evaluates) and binds its chains; for
   /// the fused stage, checks this CPU runs the blur asked for. Errors name
-  /// the path (open_dataset), the missing entry or the ISA.
+  /// the path (open_dataset), the missing entry or the ISA. `python`: what
+  /// the chains' python(...) entries run on (their modules imported now).
   static caf::expected<batch_maker> open(const pipeline_options& pipeline,
-                                         const registry& reg);
+                                         const registry& reg,
+                                         const python_binding& python = {});
 
   /// The float32 batch of `item` (CHW; HWC and unblurred when the item is
   /// leased for the trainer's GPU blur). With `slowdown` > 1 the transform

@@ -1,0 +1,149 @@
+"""A Python stage in the chain (`python(MODULE:CALLABLE)`), run by
+stoker-node's workers in processes of their own: every sample once over
+two epochs, a function that raises now and then (skipped, counted) or
+always (the run fails, naming it), a module that is not there (refused
+before the run), and a stage process killed mid-run (nothing lost)."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+from conftest import NODE
+
+STAGE_MODULE = '''
+import time, torch
+
+def noisy(x):
+    return x + torch.rand(x.shape)
+
+def unlucky(x):
+    if torch.rand(1).item() < 0.03:
+        raise ValueError("an unlucky sample")
+    return x
+
+def boom(x):
+    raise ValueError("this stage always fails")
+
+def slow(x):
+    time.sleep(0.004)
+    return x * 0.5
+'''
+
+
+def node_args(tmp_path, fn, *extra, samples=512, epochs=2, workers=2):
+    (tmp_path / "stage_fns.py").write_text(STAGE_MODULE)
+    report = tmp_path / "report.json"
+    return [NODE, "--role=local", "--progress=off", "--trainer.device=sim",
+            "--pipeline.height=32", "--pipeline.width=32",
+            "--pipeline.batch-size=32",
+            "--pipeline.dataset-size=%d" % samples,
+            "--pipeline.epochs=%d" % epochs,
+            "--pipeline.transforms=[\"python(stage_fns:%s)\", "
+            "\"to-tensor\"]" % fn,
+            "--python.path=[\"%s\"]" % tmp_path,
+            "--worker.count=%d" % workers,
+            "--report=%s" % report, *extra], report
+
+
+def run_node(args, timeout=120):
+    return subprocess.run(args, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_two_epochs_through_a_python_stage_deliver_every_sample_once(
+        tmp_path):
+    args, report = node_args(tmp_path, "noisy")
+    done = run_node(args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    r = json.loads(report.read_text())
+    assert r["status"] == "ok", r
+    assert r["samples_delivered"] == 1024
+    assert r["missing"] == 0 and r["duplicates"] == 0
+    assert r["skipped_sources"] == []
+
+
+def test_an_exception_now_and_then_skips_those_samples_and_counts_them(
+        tmp_path):
+    args, report = node_args(tmp_path, "unlucky",
+                             "--pipeline.max-failed-share=0.1")
+    done = run_node(args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    r = json.loads(report.read_text())
+    assert r["status"] == "ok", r
+    assert r["missing"] == 0 and r["duplicates"] == 0
+    [stage] = r["skipped_sources"]
+    assert stage["source"] == "transform python(stage_fns:unlucky)"
+    assert "raised ValueError: an unlucky sample" in stage["reason"]
+    # The draws are the sample's own: the same samples fail each epoch's
+    # way, and every one is delivered or counted.
+    assert 0 < stage["samples"] < 1024 * 0.1
+    assert r["samples_delivered"] + stage["samples"] == 1024
+    # The log names the stage with its count, once an epoch.
+    assert "transform python(stage_fns:unlucky):" in done.stdout + \
+        done.stderr
+
+
+def test_a_stage_that_always_raises_fails_the_run_naming_it(tmp_path):
+    args, _ = node_args(tmp_path, "boom", samples=4096, epochs=1)
+    start = time.monotonic()
+    done = run_node(args, timeout=60)
+    took = time.monotonic() - start
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "python(stage_fns:boom) failed on" in out, out
+    assert "past pipeline.max-failed-share = 0.01" in out, out
+    assert "ValueError: this stage always fails" in out, out
+    assert took < 30, took
+
+
+def test_a_module_that_is_not_there_is_refused_before_the_run(tmp_path):
+    args, _ = node_args(tmp_path, "noisy")
+    args = [a.replace("stage_fns:noisy", "no_such_module:noisy")
+            for a in args]
+    done = run_node(args, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ("python(no_such_module:noisy): cannot import it "
+            "(ModuleNotFoundError: No module named 'no_such_module')"
+            in done.stderr), done.stderr
+    assert "python.path = [\"%s\"]" % tmp_path in done.stderr
+    assert "epoch 1" not in done.stdout
+
+
+def children_of(pid):
+    found = []
+    for task in os.listdir("/proc/%d/task" % pid):
+        path = "/proc/%d/task/%s/children" % (pid, task)
+        try:
+            with open(path) as f:
+                found += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return found
+
+
+def test_a_stage_process_killed_mid_run_loses_no_sample(tmp_path):
+    # 2 x 1024 samples at 4 ms each over 2 workers: about 4 s of work.
+    args, report = node_args(tmp_path, "slow", samples=1024)
+    node = subprocess.Popen(args, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        stage = []
+        while not stage and time.monotonic() < deadline:
+            time.sleep(0.5)
+            stage = children_of(node.pid)
+        assert stage, "no stage process started within 30 s"
+        time.sleep(1.0)  # mid-run
+        os.kill(stage[0], signal.SIGKILL)
+        out, _ = node.communicate(timeout=120)
+    finally:
+        if node.poll() is None:
+            node.kill()
+    assert node.returncode == 0, out
+    r = json.loads(report.read_text())
+    assert r["status"] == "ok", r
+    assert r["missing"] == 0 and r["duplicates"] == 0
+    assert r["skipped_sources"] == [], r["skipped_sources"]
+    assert r["samples_delivered"] == 2048
