@@ -3,9 +3,9 @@ loop."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
-from ._config import PathLike, node_flags
+from ._config import PathLike, node_flags, python_stage_keys
 from ._run import _Loop
 
 
@@ -23,11 +23,19 @@ class DataLoader(_Loop):
     buffer; labels: int64 (batch,). The run has pipeline.epochs epochs;
     with trainer.eval, loader.test() iterates each epoch's test batches
     after its training ones.
+
+    transforms: the chain (pipeline.transforms) as config entries and
+    callables: a callable runs as a python(MODULE:NAME) stage in processes
+    of the workers' own, never in this one (docs/python.md, "Your own
+    transforms"), so it must be importable: a module-level function or a
+    module-level name bound to a transform object.
     """
 
     def __init__(self, config_file: Optional[PathLike] = None,
+                 transforms: Optional[Sequence[Any]] = None,
                  **keys: Any) -> None:
         args = ["--progress=off", "--trainer.count=1", "--role=local"]
+        keys = python_stage_keys(keys, transforms)
         super().__init__(args + node_flags(config_file, keys))
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

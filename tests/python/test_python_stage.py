@@ -10,6 +10,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from conftest import NODE
 
 STAGE_MODULE = '''
@@ -147,3 +149,96 @@ def test_a_stage_process_killed_mid_run_loses_no_sample(tmp_path):
     assert r["missing"] == 0 and r["duplicates"] == 0
     assert r["skipped_sources"] == [], r["skipped_sources"]
     assert r["samples_delivered"] == 2048
+
+
+def jpeg_folder(root, count=12):
+    """An image folder (one class) of `count` JPEGs of 96x72 noise."""
+    from PIL import Image
+    import numpy
+    folder = os.path.join(root, "jpegs", "a")
+    os.makedirs(folder)
+    rng = numpy.random.default_rng(5)
+    for i in range(count):
+        pixels = rng.integers(0, 256, (72, 96, 3), dtype=numpy.uint8)
+        Image.fromarray(pixels).save(os.path.join(folder, "%02d.jpg" % i),
+                                     quality=90)
+    return os.path.join(root, "jpegs")
+
+
+def loader_images(data, transforms, decode_region, stage_dir):
+    import stoker
+    loader = stoker.DataLoader(
+        pipeline={"source": "image-folder", "data": data,
+                  "transforms": transforms, "decode_region": decode_region,
+                  "height": 32, "width": 32, "batch_size": 4, "epochs": 1},
+        python={"path": [str(stage_dir)]},
+        worker={"count": 2})
+    out = {}
+    for images, _ in loader:
+        for i, sample in enumerate(loader.last_batch.sample_ids):
+            out[sample] = images[i].clone()
+    loader.close()
+    report = loader.report  # once the run has ended
+    assert report["status"] == "ok", report
+    assert report["skipped_sources"] == [], report["skipped_sources"]
+    return out
+
+
+def test_a_stage_after_a_crop_gets_bytes_fused_or_not(tmp_path):
+    # In the loop's own process: the DataLoader's workers start the stage's
+    # processes. Right after decode + crop the function is promised uint8
+    # CHW, whether the crop ran fused on the JPEG or entry by entry.
+    (tmp_path / "stage_fns.py").write_text(STAGE_MODULE + '''
+def invert_bytes(x):
+    assert x.dtype == torch.uint8 and x.dim() == 3 and x.shape[0] == 3, \\
+        (x.dtype, x.shape)
+    return 255 - x
+''')
+    data = jpeg_folder(str(tmp_path))
+    crop = ["decode", "random-resized-crop(32)"]
+    for fused in (True, False):
+        plain = loader_images(data, crop + ["to-tensor"], fused, tmp_path)
+        inverted = loader_images(
+            data, crop + ["python(stage_fns:invert_bytes)", "to-tensor"],
+            fused, tmp_path)
+        assert sorted(plain) == sorted(inverted) == list(range(12))
+        for sample, image in plain.items():
+            # The fused pass's floats rounded to bytes: within half a level.
+            diff = (inverted[sample] - (1 - image)).abs().max().item()
+            assert diff <= 0.5 / 255 + 1e-6, (fused, sample, diff)
+
+
+def test_the_loader_takes_a_callable_and_runs_it_outside_this_process(
+        tmp_path, monkeypatch):
+    import importlib
+    import sys
+    import torch
+    import stoker
+    (tmp_path / "pid_stage.py").write_text('''
+import os, torch
+def stamp_pid(x):
+    return torch.full_like(x, float(os.getpid()))
+class Scale:
+    def __call__(self, x):
+        return x * 2
+twice = Scale()
+''')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pid_stage = importlib.import_module("pid_stage")
+    loader = stoker.DataLoader(
+        transforms=[pid_stage.twice, pid_stage.stamp_pid, "to-tensor"],
+        pipeline={"height": 32, "width": 32, "dataset_size": 64,
+                  "batch_size": 16, "epochs": 1},
+        worker={"count": 2})
+    pids = set()
+    for images, _ in loader:
+        pids |= {int(p) for p in images[:, 0, 0, 0].tolist()}
+    loader.close()
+    report = loader.report
+    assert report["status"] == "ok", report
+    assert report["missing"] == 0 and report["duplicates"] == 0
+    assert os.getpid() not in pids  # never this process
+    assert 1 <= len(pids) <= 2, pids  # one process per worker at most
+    # What cannot be imported by reference is refused, saying how.
+    with pytest.raises(stoker.ConfigError, match="top level of a module"):
+        stoker.DataLoader(transforms=[lambda x: x, "to-tensor"])

@@ -107,27 +107,6 @@ transform_chain::bind(const std::vector<transform_spec>& chain,
       return err;
     out.specs_.push_back(t);
     out.defs_.push_back(*reg.transform(t.name));
-    if (python && out.defs_.back().takes_ref) {
-      python_stage_options options;
-      options.ref = t.ref;
-      options.executable = python->spec.executable;
-      options.path = python->spec.path;
-      auto pool = std::make_shared<python_stage_pool>(std::move(options),
-                                                      python->processes);
-      if (auto err = pool->prime())
-        return err;
-      out.defs_.back().apply = [pool](const entry_spec&, sample_input& s,
-                                      const counter_rng& rng) {
-        auto words = rng.block(0);
-        auto made = pool->call(s.pixels, python_stage_seed(words[0],
-                                                           words[1]));
-        if (!made) // the sample fails, not the worker
-          return make_error(errc::transform_failure,
-                            describe(made.error()));
-        s.pixels = std::move(*made);
-        return caf::error{};
-      };
-    }
   }
   auto named = [&](size_t k, const char* name) {
     return k < chain.size() && chain[k].name == name;
@@ -152,7 +131,45 @@ transform_chain::bind(const std::vector<transform_spec>& chain,
     }
     out.fused_ = k;
   }
+  if (python)
+    for (size_t k = 0; k < out.specs_.size(); ++k)
+      if (out.defs_[k].takes_ref)
+        if (auto err = out.bind_python(k, *python))
+          return err;
   return out;
+}
+
+caf::error transform_chain::bind_python(size_t k,
+                                        const python_binding& python) {
+  python_stage_options options;
+  options.ref = specs_[k].ref;
+  options.executable = python.spec.executable;
+  options.path = python.spec.path;
+  auto pool = std::make_shared<python_stage_pool>(std::move(options),
+                                                  python.processes);
+  if (auto err = pool->prime())
+    return err;
+  // Right after a fused crop without to-tensor the pixels come as the
+  // pass's [0, 1] floats; the function is promised the bytes the unfused
+  // chain has there.
+  bool after_fused_bytes = fused_ == k && fused_ > 0
+                           && (fused_ == crop_entries_
+                               || specs_[fused_ - 1].name
+                                    == "horizontal-flip");
+  defs_[k].apply = [pool, after_fused_bytes](const entry_spec&,
+                                             sample_input& s,
+                                             const counter_rng& rng) {
+    cv::Mat in = s.pixels;
+    if (after_fused_bytes && in.depth() == CV_32F)
+      in.convertTo(in, CV_8U, 255.0);
+    auto words = rng.block(0);
+    auto made = pool->call(in, python_stage_seed(words[0], words[1]));
+    if (!made) // the sample fails, not the worker
+      return make_error(errc::transform_failure, describe(made.error()));
+    s.pixels = std::move(*made);
+    return caf::error{};
+  };
+  return caf::none;
 }
 
 caf::expected<bool> transform_chain::apply_fused(sample_input& input,

@@ -94,6 +94,10 @@ public:
   size_t fused_entries() const noexcept { return fused_; }
 
 private:
+  // Entry k (a python(...) entry) gets a pool of processes; its first
+  // started now.
+  caf::error bind_python(size_t k, const python_binding& python);
+
   // The fused start on `input`: true when it ran (the pixels are set),
   // false for a file it does not take.
   caf::expected<bool> apply_fused(sample_input& input, const draw_key& key,
