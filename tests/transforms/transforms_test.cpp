@@ -106,6 +106,18 @@ BOOST_AUTO_TEST_CASE(entries_parse_into_names_and_numbers) {
   BOOST_TEST(has(msg("resize(1, 2, 3)"), "usage: resize(SHORTER_SIDE)"));
   BOOST_TEST(has(msg("resize(3"), "closing parenthesis"));
   BOOST_TEST(has(msg("to-tensor(1)"), "\"to-tensor(1)\""));
+  // A Python stage names its function: MODULE:CALLABLE, dotted.
+  auto py = parse_transform("python(my_aug.policies:Trivial.wide)");
+  BOOST_REQUIRE(py);
+  BOOST_TEST(py->ref == "my_aug.policies:Trivial.wide");
+  BOOST_TEST(py->args.empty());
+  BOOST_TEST(has(msg("python"), "expected python(MODULE:CALLABLE)"));
+  BOOST_TEST(has(msg("python(1st:fn)"),
+                 "argument '1st:fn' is not a number (nor MODULE:CALLABLE)"));
+  BOOST_TEST(has(msg("python(a:b:c)"), "is not a number"));
+  BOOST_TEST(has(msg("python(m:f, 2)"), "usage: python(MODULE:CALLABLE)"));
+  BOOST_TEST(has(msg("resize(my_aug:fn)"),
+                 "'my_aug:fn' is not a number; usage: resize("));
 }
 
 BOOST_AUTO_TEST_CASE(a_chain_says_what_shape_comes_out) {

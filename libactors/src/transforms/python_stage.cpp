@@ -237,7 +237,21 @@ python_stage_process::start(const python_stage_options& options) {
   ::posix_spawn_file_actions_init(&actions);
   ::posix_spawn_file_actions_adddup2(&actions, theirs, child_socket_fd);
   ::posix_spawn_file_actions_adddup2(&actions, memory, child_memory_fd);
+  // What the function prints goes to the node's standard error: its
+  // standard output carries the node's own lines (log.format = json).
+  ::posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
   ::posix_spawn_file_actions_addclosefrom_np(&actions, child_memory_fd + 1);
+  // A group of its own, no signal blocked: a Ctrl-C at the terminal is
+  // the node's to handle (the stage leaves when its socket closes, or with
+  // the node: PR_SET_PDEATHSIG), not a KeyboardInterrupt in user code.
+  posix_spawnattr_t attr;
+  ::posix_spawnattr_init(&attr);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::posix_spawnattr_setsigmask(&attr, &none);
+  ::posix_spawnattr_setpgroup(&attr, 0);
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK
+                                      | POSIX_SPAWN_SETPGROUP);
   std::vector<std::string> args{options.executable, "-c", host_script,
                                 std::to_string(child_socket_fd),
                                 std::to_string(child_memory_fd), options.ref};
@@ -248,8 +262,9 @@ python_stage_process::start(const python_stage_options& options) {
   argv.push_back(nullptr);
   pid_t pid = -1;
   int spawned = ::posix_spawn(&pid, options.executable.c_str(), &actions,
-                              nullptr, argv.data(), environ);
+                              &attr, argv.data(), environ);
   ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attr);
   ::close(theirs);
   if (spawned != 0) {
     ::close(ours);
