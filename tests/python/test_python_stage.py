@@ -242,3 +242,35 @@ twice = Scale()
     # What cannot be imported by reference is refused, saying how.
     with pytest.raises(stoker.ConfigError, match="top level of a module"):
         stoker.DataLoader(transforms=[lambda x: x, "to-tensor"])
+
+
+def running(pid):
+    """Whether `pid` is a process that has not ended (a zombie has)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def test_stage_processes_leave_with_a_node_killed_mid_run(tmp_path):
+    args, _ = node_args(tmp_path, "slow", samples=4096)
+    node = subprocess.Popen(args, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        stage = []
+        while len(stage) < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+            stage = children_of(node.pid)
+        assert stage, "no stage process started within 30 s"
+        node.kill()
+        node.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(map(running, stage)):
+            time.sleep(0.2)
+        alive = [p for p in stage if running(p)]
+        assert not alive, "stage processes left behind: %s" % alive
+    finally:
+        if node.poll() is None:
+            node.kill()

@@ -266,4 +266,17 @@ BOOST_AUTO_TEST_CASE(two_threads_are_served_by_two_processes_at_once) {
   BOOST_TEST(results[0].at<float>(0, 0) != results[1].at<float>(0, 0));
 }
 
+BOOST_AUTO_TEST_CASE(a_primed_pool_starts_every_process_before_any_sample) {
+  module_dir m;
+  python_stage_pool pool{m.options("invert"), 2};
+  BOOST_REQUIRE(!pool.prime());
+  BOOST_TEST(pool.started() == 2u);
+  auto out = pool.call(ramp(3, 3, CV_8UC3), 1);
+  BOOST_TEST(bool{out}, why(out));
+  BOOST_TEST(pool.started() == 2u); // no interpreter started mid-run
+  python_stage_pool missing{m.options("nothing_here"), 2};
+  auto err = missing.prime();
+  BOOST_TEST(is(err, errc::invalid_config));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

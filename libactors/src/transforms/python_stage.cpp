@@ -30,7 +30,8 @@ namespace {
 // length of the text that follows). Status 0 ok, 1 the function raised
 // (or the import failed), 2 it returned the wrong thing.
 constexpr const char* host_script = R"PY(
-import importlib, random, socket, struct, sys, traceback
+import importlib, os, random, socket, struct, sys, threading, time
+import traceback
 sock = socket.socket(fileno=int(sys.argv[1]))
 mem_fd, ref = int(sys.argv[2]), sys.argv[3]
 sys.path[:0] = sys.argv[4:]
@@ -49,11 +50,12 @@ def receive(n):
         buf += chunk
     return bytes(buf)
 
-try:  # end with the worker, even inside the function
-    import ctypes
-    ctypes.CDLL(None).prctl(1, 9)
-except Exception:
-    pass
+def orphaned(parent=os.getppid()):  # end with the node, even mid-call
+    while os.getppid() == parent:  # (PR_SET_PDEATHSIG follows the thread
+        time.sleep(0.5)            # that started it, not the node)
+    os._exit(0)
+
+threading.Thread(target=orphaned, daemon=True).start()
 try:
     module_name, _, attr = ref.partition(':')
     fn = importlib.import_module(module_name)
@@ -242,8 +244,9 @@ python_stage_process::start(const python_stage_options& options) {
   ::posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
   ::posix_spawn_file_actions_addclosefrom_np(&actions, child_memory_fd + 1);
   // A group of its own, no signal blocked: a Ctrl-C at the terminal is
-  // the node's to handle (the stage leaves when its socket closes, or with
-  // the node: PR_SET_PDEATHSIG), not a KeyboardInterrupt in user code.
+  // the node's to handle (the stage leaves when its socket closes, or
+  // within half a second of the node's end), not a KeyboardInterrupt in
+  // user code.
   posix_spawnattr_t attr;
   ::posix_spawnattr_init(&attr);
   sigset_t none;
@@ -424,13 +427,28 @@ python_stage_pool::python_stage_pool(python_stage_options options,
 }
 
 caf::error python_stage_pool::prime() {
-  auto made = python_stage_process::start(options_);
-  if (!made)
-    return std::move(made.error());
+  // All of them at once, each starting on a thread of its own: an
+  // interpreter that imports torch takes a second or two of CPU, which
+  // must not fall inside the run's steady state (a second process started
+  // on the first concurrent call cost a 2-worker run a third of its rate).
+  std::vector<caf::expected<std::unique_ptr<python_stage_process>>> made;
+  for (size_t i = 0; i < max_processes_; ++i)
+    made.emplace_back(caf::error{});
+  std::vector<std::thread> starting;
+  for (size_t i = 0; i < max_processes_; ++i)
+    starting.emplace_back([this, &made, i] {
+      made[i] = python_stage_process::start(options_);
+    });
+  for (auto& t : starting)
+    t.join();
   std::lock_guard<std::mutex> guard{mutex_};
-  ++running_;
-  ++started_;
-  idle_.push_back(std::move(*made));
+  for (auto& m : made) {
+    if (!m)
+      return std::move(m.error()); // the others end with `made`
+    ++running_;
+    ++started_;
+    idle_.push_back(std::move(*m));
+  }
   return caf::none;
 }
 

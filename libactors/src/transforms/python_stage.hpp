@@ -105,8 +105,9 @@ class python_stage_pool {
 public:
   python_stage_pool(python_stage_options options, size_t max_processes);
 
-  /// Starts one process now and keeps it idle: the import's error (a
-  /// module or callable that is not there) before any sample.
+  /// Starts every process now (max_processes, at once) and keeps them
+  /// idle: the import's error (a module or callable that is not there)
+  /// before any sample, and no interpreter starting mid-run.
   caf::error prime();
 
   /// python_stage_process::call on an idle process. Thread-safe.
