@@ -274,3 +274,40 @@ def test_stage_processes_leave_with_a_node_killed_mid_run(tmp_path):
     finally:
         if node.poll() is None:
             node.kill()
+
+
+def test_a_stage_makes_the_same_bits_with_one_worker_or_two(tmp_path,
+                                                             monkeypatch):
+    # The stage draws from torch's generator, seeded per sample: whichever
+    # worker (and stage process) makes a sample, its bits are the same.
+    import importlib
+    import stoker
+    (tmp_path / "draw_stage.py").write_text('''
+import torch
+def jitter(x):
+    return x + torch.rand(x.shape)
+''')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    draw_stage = importlib.import_module("draw_stage")
+    made = {}
+    for workers in (1, 2):
+        loader = stoker.DataLoader(
+            transforms=[draw_stage.jitter, "to-tensor"],
+            pipeline={"height": 32, "width": 32, "dataset_size": 128,
+                      "batch_size": 16, "epochs": 1, "seed": 3},
+            worker={"count": workers})
+        images = {}
+        for x, _ in loader:
+            for i, sample in enumerate(loader.last_batch.sample_ids):
+                images[sample] = x[i].clone()
+        loader.close()
+        assert loader.report["status"] == "ok", loader.report
+        made[workers] = images
+    assert sorted(made[1]) == sorted(made[2]) == list(range(128))
+    for sample in range(128):
+        assert torch_equal(made[1][sample], made[2][sample]), sample
+
+
+def torch_equal(a, b):
+    import torch
+    return torch.equal(a, b)

@@ -166,8 +166,10 @@ BOOST_AUTO_TEST_CASE(an_exception_is_named_and_the_process_serves_on) {
   auto out = (*p)->call(ramp(4, 4, CV_8UC3), 1, &traceback);
   BOOST_REQUIRE(!out);
   BOOST_TEST(is(out.error(), errc::io_failure));
+  // Where it was raised, as the last frame of its traceback says.
   BOOST_TEST(describe(out.error()).find(
-               "python(stage_fns:boom) raised ValueError: sample too dark")
+               "python(stage_fns:boom) raised ValueError: sample too dark "
+               "(stage_fns.py:11 in boom)")
                != std::string::npos,
              describe(out.error()));
   BOOST_TEST(traceback.find("stage_fns.py") != std::string::npos, traceback);

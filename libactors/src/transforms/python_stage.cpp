@@ -92,7 +92,10 @@ while True:
         y = fn(x)
     except Exception as e:
         del x
-        reply(1, text=f'{type(e).__name__}: {e}\n{traceback.format_exc()}')
+        at = traceback.extract_tb(e.__traceback__)[-1]
+        place = f'{os.path.basename(at.filename)}:{at.lineno} in {at.name}'
+        reply(1, text=f'{type(e).__name__}: {e} ({place})\n'
+                      f'{traceback.format_exc()}')
         continue
     del x
     if (not isinstance(y, torch.Tensor) or y.dtype != dtype
