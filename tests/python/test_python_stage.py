@@ -15,7 +15,7 @@ import pytest
 from conftest import NODE
 
 STAGE_MODULE = '''
-import time, torch
+import os, time, torch
 
 def noisy(x):
     return x + torch.rand(x.shape)
@@ -29,6 +29,8 @@ def boom(x):
     raise ValueError("this stage always fails")
 
 def slow(x):
+    # Says the run is under way (the test kills a stage process then).
+    open(os.path.join(os.path.dirname(__file__), "running"), "a").close()
     time.sleep(0.004)
     return x * 0.5
 '''
@@ -131,13 +133,15 @@ def test_a_stage_process_killed_mid_run_loses_no_sample(tmp_path):
     node = subprocess.Popen(args, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
+        # Mid-run: once the stage has made samples (its processes are
+        # started, primed, before the run: a death then is a start-up's).
         deadline = time.monotonic() + 30
-        stage = []
-        while not stage and time.monotonic() < deadline:
-            time.sleep(0.5)
-            stage = children_of(node.pid)
-        assert stage, "no stage process started within 30 s"
-        time.sleep(1.0)  # mid-run
+        while (not (tmp_path / "running").exists()
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
+        stage = children_of(node.pid)
+        assert stage, "the stage made no sample within 30 s"
+        time.sleep(0.5)
         os.kill(stage[0], signal.SIGKILL)
         out, _ = node.communicate(timeout=120)
     finally:

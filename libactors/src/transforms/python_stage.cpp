@@ -444,6 +444,10 @@ caf::error python_stage_pool::prime() {
   for (size_t i = 0; i < max_processes_; ++i)
     starting.emplace_back([this, &made, i] {
       made[i] = python_stage_process::start(options_);
+      // One that died starting (killed, out of memory) is started again
+      // once; an import that fails (invalid_config) would fail again.
+      if (!made[i] && is(made[i].error(), errc::io_failure))
+        made[i] = python_stage_process::start(options_);
     });
   for (auto& t : starting)
     t.join();
