@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <string_view>
 
 #include "stoker/errors.hpp"
 #include "transforms/transform_chain.hpp"
@@ -79,8 +78,7 @@ failure_share::add(uint64_t delivered,
     if (!is_transform_failure_source(skipped_sources[i]))
       continue;
     if (failed_++ == 0) {
-      first_source_ = skipped_sources[i].substr(
-        std::string_view{"transform "}.size());
+      first_source_ = failed_transform_of(skipped_sources[i]);
       first_reason_ = i < skipped_reasons.size() ? skipped_reasons[i]
                                                  : "no reason given";
     }

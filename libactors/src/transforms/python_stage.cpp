@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include <fcntl.h>
@@ -195,6 +196,21 @@ struct reply_head {
   uint64_t status = 0, h = 0, w = 0, c = 0, text_bytes = 0;
 };
 
+// The text after a reply's head, all of it (a part left in the socket
+// would be read as the next reply's head); nothing if it is past 16 MiB
+// or does not come by `deadline` (the caller then treats the process as
+// gone).
+std::optional<std::string>
+read_text(int fd, uint64_t bytes,
+          std::chrono::steady_clock::time_point deadline) {
+  if (bytes > (uint64_t{16} << 20))
+    return std::nullopt;
+  std::string text(bytes, '\0');
+  if (read_all(fd, text.data(), text.size(), deadline) != io_result::ok)
+    return std::nullopt;
+  return text;
+}
+
 std::string paths_of(const python_stage_options& o) {
   if (o.path.empty())
     return "python.path is empty";
@@ -294,12 +310,12 @@ python_stage_process::start(const python_stage_options& options) {
                         + " s");
   if (got == io_result::closed)
     return process->died("it imported the module");
-  std::string text(std::min<uint64_t>(hello.text_bytes, 1 << 20), '\0');
-  if (read_all(ours, text.data(), text.size(), deadline) != io_result::ok)
+  auto text = read_text(ours, hello.text_bytes, deadline);
+  if (!text)
     return process->died("it imported the module");
   if (hello.status != 0)
     return make_error(errc::invalid_config,
-                      name + ": cannot import it (" + text + "); expected "
+                      name + ": cannot import it (" + *text + "); expected "
                         + "MODULE:CALLABLE importable by \""
                         + options.executable + "\" with " + paths_of(options));
   return process;
@@ -409,15 +425,15 @@ caf::expected<cv::Mat> python_stage_process::call(const cv::Mat& image,
   }
   if (got == io_result::closed)
     return died("it ran on a sample");
-  std::string text(std::min<uint64_t>(reply.text_bytes, 1 << 20), '\0');
-  if (read_all(socket_, text.data(), text.size(), deadline) != io_result::ok)
+  auto text = read_text(socket_, reply.text_bytes, deadline);
+  if (!text)
     return died("it answered");
   if (reply.status != 0) {
-    auto first = text.substr(0, text.find('\n'));
+    auto line_end = text->find('\n');
+    auto first = text->substr(0, line_end);
     if (traceback)
-      *traceback = text.find('\n') == std::string::npos
-                     ? std::string{}
-                     : text.substr(text.find('\n') + 1);
+      *traceback = line_end == std::string::npos ? std::string{}
+                                                 : text->substr(line_end + 1);
     return make_error(errc::io_failure,
                       name + (reply.status == 1 ? " raised " : " ") + first);
   }

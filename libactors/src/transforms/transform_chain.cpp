@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <string_view>
 
 #include "stoker/errors.hpp"
 #include "kernels/jpeg_region.hpp"
@@ -95,6 +96,12 @@ std::string transform_failure_source(const std::string& message) {
 
 bool is_transform_failure_source(const std::string& source) noexcept {
   return source.rfind(failure_prefix, 0) == 0;
+}
+
+std::string failed_transform_of(const std::string& source) {
+  return is_transform_failure_source(source)
+           ? source.substr(std::string_view{failure_prefix}.size())
+           : source;
 }
 
 caf::expected<transform_chain>

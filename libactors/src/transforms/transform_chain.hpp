@@ -120,6 +120,9 @@ std::string transform_failure_source(const std::string& message);
 /// not a file's or a shard's: what pipeline.max-failed-share counts.
 bool is_transform_failure_source(const std::string& source) noexcept;
 
+/// The entry such a source names ("python(my_aug:boom)").
+std::string failed_transform_of(const std::string& source);
+
 /// Binds and runs `chain` once: for tools and tests (a worker binds once).
 caf::expected<cv::Mat> apply_chain(const std::vector<transform_spec>& chain,
                                    sample_input input, const draw_key& key,
