@@ -150,7 +150,8 @@ BOOST_AUTO_TEST_CASE(help_lists_every_command_and_explains_one) {
   BOOST_TEST(contains(*one, "expected delay"));
   BOOST_TEST(!console_help("dance"));
   BOOST_TEST(complete_command("s")
-             == (std::vector<std::string>{"set", "stats", "shutdown"}));
+             == (std::vector<std::string>{"set", "stages", "stats",
+                                          "shutdown"}));
   BOOST_TEST(complete_command("a") == (std::vector<std::string>{"actors"}));
 }
 
@@ -370,6 +371,21 @@ BOOST_AUTO_TEST_CASE(a_trace_is_chrome_trace_json_with_a_track_per_actor) {
   BOOST_TEST(names.count("w-a/0") == 1u);
   BOOST_TEST(names.count("trainer") == 1u);
   BOOST_TEST(names.count("node \"q\"") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(stages_show_time_per_sample_and_share_of_the_chain) {
+  std::vector<stage_entry> stages{{"decode + random-resized-crop(224)", 96,
+                                   0.5},
+                                  {"python(aug:wide)", 96, 1.5}};
+  auto text = format_stages(stages);
+  BOOST_TEST(table_cell(text, "python(aug:wide)", "per sample")
+               == human_duration_ns(1'500'000),
+             text);
+  BOOST_TEST(table_cell(text, "python(aug:wide)", "share") == "75%", text);
+  BOOST_TEST(table_cell(text, "decode + random-resized-crop(224)", "samples")
+               == "96",
+             text);
+  BOOST_TEST(contains(format_stages({}), "no transform chain has run"));
 }
 
 BOOST_AUTO_TEST_CASE(actors_table_filters_by_node) {

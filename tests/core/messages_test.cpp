@@ -98,12 +98,20 @@ BOOST_AUTO_TEST_CASE(a_whole_message_round_trips) {
 }
 
 BOOST_AUTO_TEST_CASE(worker_report_round_trips) {
-  worker_report r{9, 64, 123456789, 3};
+  worker_report r;
+  r.batch_id = 9;
+  r.samples = 64;
+  r.busy_ns = 123456789;
+  r.mailbox_depth = 3;
+  r.stages = {{"python(aug:wide)", 64, 5'000'000}};
   auto copy = round_trip(r);
   BOOST_TEST(copy.batch_id == 9u);
   BOOST_TEST(copy.samples == 64u);
   BOOST_TEST(copy.busy_ns == 123456789u);
   BOOST_TEST(copy.mailbox_depth == 3u);
+  BOOST_REQUIRE_EQUAL(copy.stages.size(), 1u);
+  BOOST_TEST(copy.stages[0].stage == "python(aug:wide)");
+  BOOST_TEST(copy.stages[0].ns == 5'000'000u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

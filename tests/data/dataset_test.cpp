@@ -406,7 +406,7 @@ BOOST_AUTO_TEST_CASE(the_fused_start_writes_the_batch_as_the_chain_makes_each_im
   work_item item;
   item.sample_ids = {0, 1, 2, 3, 4, 5};
   image_shape shape{64, 64, 3};
-  decode_tally tally;
+  chain_tally tally;
   auto batch = map_samples(data, *chain, shape, 3, item, {}, &tally);
   BOOST_REQUIRE(batch.size() == 6u);
   BOOST_REQUIRE(batch.checksums.size() == 6u); // stamped as written

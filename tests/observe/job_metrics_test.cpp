@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "stoker/router_status.hpp"
+#include "core/run_report.hpp"
 #include "observe/job_metrics.hpp"
 #include "support/prometheus_text.hpp"
 
@@ -138,6 +139,31 @@ BOOST_AUTO_TEST_CASE(counts_come_from_the_actors_in_base_units) {
   BOOST_TEST(s.value("stoker_workers_lost_total") == 1);
   BOOST_TEST(s.value("stoker_node_up{node=\"w-b\",role=\"worker\"}") == 0);
   BOOST_TEST(s.value("stoker_run_seconds") == 2.5);
+}
+
+BOOST_AUTO_TEST_CASE(each_stage_sums_every_worker_a_lost_one_included) {
+  auto job = mid_run();
+  job.workers[0].stages = {{"decode + random-resized-crop(224)", 64, 640'000},
+                           {"python(aug:wide)", 64, 128'000'000}};
+  worker_stats lost;
+  lost.name = "w-b/1";
+  lost.stages = {{"python(aug:wide)", 32, 64'000'000}};
+  job.router.summary.lost_worker_stats.push_back(lost);
+  auto s = stoker_test::parse_prometheus_text(render_metrics(job, "v"));
+  BOOST_TEST(s.value("stoker_stage_seconds_total{stage=\"python(aug:wide)\"}")
+             == 0.192);
+  BOOST_TEST(s.value("stoker_stage_samples_total{stage=\"python(aug:wide)\"}")
+             == 96);
+  BOOST_TEST(s.value("stoker_stage_samples_total{stage=\"decode + "
+                     "random-resized-crop(224)\"}")
+             == 64);
+  // The report: the same sums, per sample.
+  auto r = make_report(job.router.summary, job.trainers, job.workers);
+  BOOST_REQUIRE_EQUAL(r.stages.size(), 2u);
+  BOOST_TEST(r.stages[0].stage == "decode + random-resized-crop(224)");
+  BOOST_TEST(r.stages[0].ms_per_sample == 0.01, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(r.stages[1].samples == 96u);
+  BOOST_TEST(r.stages[1].ms_per_sample == 2.0, boost::test_tools::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(before_a_trainer_joins_the_families_are_there_and_empty) {

@@ -66,6 +66,11 @@ def test_two_epochs_through_a_python_stage_deliver_every_sample_once(
     assert r["samples_delivered"] == 1024
     assert r["missing"] == 0 and r["duplicates"] == 0
     assert r["skipped_sources"] == []
+    # Each stage's time per sample, the Python one beside the C++ one.
+    stages = {s["stage"]: s for s in r["stages"]}
+    assert set(stages) == {"python(stage_fns:noisy)", "to-tensor"}, stages
+    assert all(s["samples"] == 1024 for s in stages.values()), stages
+    assert "python(stage_fns:noisy)" in done.stdout + done.stderr
 
 
 def test_an_exception_now_and_then_skips_those_samples_and_counts_them(
@@ -153,6 +158,10 @@ def test_a_stage_process_killed_mid_run_loses_no_sample(tmp_path):
     assert r["missing"] == 0 and r["duplicates"] == 0
     assert r["skipped_sources"] == [], r["skipped_sources"]
     assert r["samples_delivered"] == 2048
+    # The stage sleeps 4 ms a sample: its time says so (a sample the
+    # killed process held is counted once, its retry in its time).
+    stage = [s for s in r["stages"] if s["stage"] == "python(stage_fns:slow)"]
+    assert stage and stage[0]["ms_per_sample"] >= 4.0, r["stages"]
 
 
 def jpeg_folder(root, count=12):

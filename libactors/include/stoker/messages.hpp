@@ -147,6 +147,27 @@ image_batch float_batch_for(const work_item& item, layout order,
                             uint32_t height, uint32_t width, uint32_t channels,
                             std::vector<char> buffer = {});
 
+/// One stage of a worker's transform chain over a run: an entry as
+/// written ("python(my_aug:wide)"), or the entries the fused start ran in
+/// one pass, joined by " + "; the samples it ran on and its time (the
+/// wall time on the worker's thread: a Python stage's includes the
+/// crossing to its process). Summed by name across chains and workers.
+struct stage_time {
+  std::string stage;
+  uint64_t samples = 0;
+  uint64_t ns = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_time& x) {
+  return f(caf::meta::type_name("stage_time"), x.stage, x.samples, x.ns);
+}
+
+/// Adds `samples` and `ns` to `stage` in `into` (a new row the first
+/// time): stages stay in the order first seen, the chain's.
+void add_stage_time(std::vector<stage_time>& into, const std::string& stage,
+                    uint64_t samples, uint64_t ns);
+
 /// What a worker tells the router after each item (samples > 0) and every
 /// router.report-interval between items (samples == 0): enough to estimate
 /// its rate and its queue, and to know it is alive.
@@ -165,6 +186,7 @@ struct worker_report {
   uint64_t decode_ns = 0;
   uint64_t decoded_pixels = 0;
   uint64_t file_pixels = 0;
+  std::vector<stage_time> stages;
 };
 
 /// What a trainer tells the router about a batch it consumed (trained,
@@ -249,11 +271,13 @@ struct worker_stats {
   node_usage usage; ///< its node process's, when asked
   /// Files it decoded, the time inside the decoder, and the pixels the
   /// decoder made against the files' full size (a JPEG decoded only where
-  /// its crop lies, at M/8, makes fewer): transform_chain's decode_tally.
+  /// its crop lies, at M/8, makes fewer): transform_chain's chain_tally.
   uint64_t decoded_files = 0;
   uint64_t decode_ns = 0;
   uint64_t decoded_pixels = 0;
   uint64_t file_pixels = 0;
+  /// Time per stage of its transform chain (transform_chain's tally).
+  std::vector<stage_time> stages;
 };
 
 /// Samples skipped from one source (a shard, or a file of its own) over a
@@ -355,7 +379,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_report& x) {
   return f(caf::meta::type_name("worker_report"), x.batch_id, x.samples,
            x.busy_ns, x.mailbox_depth, x.in_flight, x.processed,
            x.busy_total_ns, x.samples_total, x.decoded_files, x.decode_ns,
-           x.decoded_pixels, x.file_pixels);
+           x.decoded_pixels, x.file_pixels, x.stages);
 }
 
 template <class Inspector>
@@ -388,7 +412,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_stats& x) {
   return f(caf::meta::type_name("worker_stats"), x.name, x.batches, x.samples,
            x.busy_ns, x.alive_ns, x.steady_faults, x.steady_batches,
            x.usage, x.decoded_files, x.decode_ns, x.decoded_pixels,
-           x.file_pixels);
+           x.file_pixels, x.stages);
 }
 
 template <class Inspector>

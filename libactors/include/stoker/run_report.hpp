@@ -28,6 +28,15 @@ struct worker_entry {
   bool lost = false;
 };
 
+/// One stage of the workers' transform chains in the run report (every
+/// worker's stage_time of that name summed): the C++ entries and Python
+/// stages side by side.
+struct stage_entry {
+  std::string stage;
+  uint64_t samples = 0;
+  double ms_per_sample = 0.0; ///< wall time on a worker thread
+};
+
 /// One trainer (a rank of the data-parallel group) in the run report.
 struct trainer_entry {
   uint32_t rank = 0;
@@ -135,6 +144,9 @@ struct run_report {
   uint64_t decoded_files = 0;
   double decode_ms_per_file = 0.0;
   double decoded_pixel_share = 0.0;
+  /// Time per sample in each stage of the chains (empty: no chain ran, as
+  /// in the synthetic blur pipeline, or no worker's counters came).
+  std::vector<stage_entry> stages;
   /// The last epoch's mean training loss and test accuracy (NaN, written
   /// null: not measured), then every epoch's.
   double train_loss = 0.0;

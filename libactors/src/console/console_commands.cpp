@@ -34,6 +34,9 @@ const std::vector<command_spec>& console_command_specs() {
     {"trace", 1, 2, "trace start FILE | trace stop",
      "record a timeline (Chrome trace JSON, for Perfetto): a span per "
      "batch per worker, the trainer's steps and waits"},
+    {"stages", 0, 0, "stages",
+     "time per sample in each stage of the workers' transform chains, C++ "
+     "entries and Python stages side by side"},
     {"stats", 1, 1, "stats --json", "the live run report as JSON"},
     {"quit", 0, 0, "quit", "detach this console; the job goes on"},
     {"shutdown", 0, 0, "shutdown",

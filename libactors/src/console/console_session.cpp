@@ -163,6 +163,24 @@ std::string format_trainer(const trainer_stats& t, const router_status& st) {
   return format_table({"trainer", ""}, rows);
 }
 
+std::string format_stages(const std::vector<stage_entry>& stages) {
+  if (stages.empty())
+    return "no transform chain has run (the synthetic blur pipeline has "
+           "none), or no worker answered\n";
+  double total = 0;
+  for (auto& t : stages)
+    total += t.ms_per_sample;
+  std::vector<std::vector<std::string>> rows;
+  for (auto& t : stages)
+    rows.push_back({t.stage, std::to_string(t.samples),
+                    human_duration_ns(
+                      static_cast<uint64_t>(t.ms_per_sample * 1e6)),
+                    human_number(total > 0 ? 100.0 * t.ms_per_sample / total
+                                           : 0.0)
+                      + "%"});
+  return format_table({"stage", "samples", "per sample", "share"}, rows);
+}
+
 std::string format_trainers(const std::vector<trainer_stats>& ts,
                             const router_status& st) {
   if (ts.size() == 1)
@@ -375,6 +393,14 @@ console_reply console_session::execute(std::string_view line) {
       return fail(st.error());
     auto t = trainers_now();
     return t ? console_reply{format_trainers(*t, *st)} : fail(t.error());
+  }
+  if (cmd->name == "stages") {
+    auto now = view();
+    if (!now)
+      return fail(now.error());
+    return {format_stages(make_report(now->router.summary,
+                                      std::move(now->trainers), now->workers)
+                            .stages)};
   }
   if (cmd->name == "stats") {
     auto json = stats_json();

@@ -10,6 +10,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "stoker/router_status.hpp"
+#include "stoker/run_report.hpp"
 #include "stoker/actors.hpp"
 #include "protocol/job_query.hpp"
 
@@ -32,6 +33,10 @@ std::string format_trainers(const std::vector<trainer_stats>& stats,
 
 std::string format_trainer(const trainer_stats& stats,
                            const router_status& status);
+
+/// The `stages` table: each stage of the workers' chains (the report's
+/// stages), its samples, time per sample and share of the chain's time.
+std::string format_stages(const std::vector<stage_entry>& stages);
 
 /// One actor of the running job (the console's `actors`).
 struct actor_row {

@@ -32,4 +32,15 @@ image_batch float_batch_for(const work_item& item, layout order,
   return batch;
 }
 
+void add_stage_time(std::vector<stage_time>& into, const std::string& stage,
+                    uint64_t samples, uint64_t ns) {
+  for (auto& row : into)
+    if (row.stage == stage) {
+      row.samples += samples;
+      row.ns += ns;
+      return;
+    }
+  into.push_back(stage_time{stage, samples, ns});
+}
+
 } // namespace stoker

@@ -284,6 +284,15 @@ run_report make_report(const router_summary& router,
                            ? std::nan("")
                            : static_cast<double>(decode_ns) * 1e-6
                                / static_cast<double>(r.decoded_files);
+  std::vector<stage_time> stages;
+  for (auto& w : workers)
+    for (auto& t : w.stages)
+      add_stage_time(stages, t.stage, t.samples, t.ns);
+  for (auto& t : stages)
+    if (t.samples > 0)
+      r.stages.push_back(stage_entry{
+        t.stage, t.samples,
+        static_cast<double>(t.ns) * 1e-6 / static_cast<double>(t.samples)});
   r.decoded_pixel_share = file_pixels == 0
                             ? std::nan("")
                             : static_cast<double>(decoded_pixels)
@@ -428,7 +437,15 @@ std::string to_json(const run_report& r) {
       << "  \"decode_ms_per_file\": " << json_number(r.decode_ms_per_file)
       << ",\n"
       << "  \"decoded_pixel_share\": " << json_number(r.decoded_pixel_share)
-      << ",\n"
+      << ",\n";
+  out << "  \"stages\": [";
+  for (size_t i = 0; i < r.stages.size(); ++i) {
+    auto& t = r.stages[i];
+    out << (i == 0 ? "\n" : ",\n") << "    {\"stage\": "
+        << json_quoted(t.stage) << ", \"samples\": " << t.samples
+        << ", \"ms_per_sample\": " << json_number(t.ms_per_sample) << "}";
+  }
+  out << (r.stages.empty() ? "],\n" : "\n  ],\n")
       << "  \"train_loss\": " << json_number(r.train_loss) << ",\n"
       << "  \"test_accuracy\": " << json_number(r.test_accuracy) << ",\n";
   for (auto [key, values] : {std::pair{"epoch_train_loss", &r.epoch_train_loss},

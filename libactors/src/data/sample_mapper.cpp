@@ -12,7 +12,7 @@ image_batch map_samples(const dataset& data,
                         const transform_chain& chain,
                         image_shape shape, uint64_t seed,
                         const work_item& item, std::vector<char> buffer,
-                        decode_tally* tally) {
+                        chain_tally* tally) {
   auto batch = float_batch_for(item, layout::chw, shape.height, shape.width,
                                shape.channels, std::move(buffer));
   size_t kept = 0;

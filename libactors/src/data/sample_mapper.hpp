@@ -27,6 +27,6 @@ image_batch map_samples(const dataset& data,
                         image_shape shape, uint64_t seed,
                         const work_item& item,
                         std::vector<char> buffer = {},
-                        decode_tally* tally = nullptr);
+                        chain_tally* tally = nullptr);
 
 } // namespace stoker

@@ -275,6 +275,13 @@ int finish_run(const caf::expected<run_report>& report,
            << std::setprecision(3) << r.decode_ms_per_file << " ms per file, "
            << std::setprecision(1) << 100.0 * r.decoded_pixel_share
            << "% of their pixels decoded";
+  if (!r.stages.empty()) {
+    auto line = info();
+    line << std::fixed << std::setprecision(1) << "  stages, us per sample:";
+    for (size_t i = 0; i < r.stages.size(); ++i)
+      line << (i ? "," : "") << " " << r.stages[i].stage << " "
+           << 1e3 * r.stages[i].ms_per_sample;
+  }
   for (auto& name : r.lost_workers)
     log.warning("  " + name + ": lost during the run");
   if (r.batches_released > 0)

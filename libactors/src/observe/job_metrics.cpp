@@ -245,6 +245,28 @@ std::string render_metrics(const job_view& job, std::string_view version) {
            "batches a worker made");
   for (auto& [name, w] : own)
     m.sample(labels_of(name), static_cast<double>(w->batches));
+
+  // The chains' stages, every worker's summed (a lost one's as the router
+  // last saw it, so that a counter does not go down), as the report sums.
+  std::vector<stage_time> stages;
+  auto add = [&](const worker_stats& w) {
+    for (auto& t : w.stages)
+      add_stage_time(stages, t.stage, t.samples, t.ns);
+  };
+  for (auto& w : job.workers)
+    add(w);
+  for (auto& w : r.summary.lost_worker_stats)
+    if (own.count(w.name) == 0)
+      add(w);
+  m.family("stoker_stage_seconds_total", metric_kind::counter,
+           "time the workers' threads spent in a stage of the transform "
+           "chain (a Python stage's includes the crossing to its process)");
+  for (auto& t : stages)
+    m.sample({{"stage", t.stage}}, seconds(t.ns));
+  m.family("stoker_stage_samples_total", metric_kind::counter,
+           "samples a stage of the transform chain ran on");
+  for (auto& t : stages)
+    m.sample({{"stage", t.stage}}, static_cast<double>(t.samples));
   return m.text();
 }
 

@@ -28,6 +28,7 @@ worker_stats last_seen(const router_state& st, size_t index) {
   out.decode_ns = r.decode_ns;
   out.decoded_pixels = r.decoded_pixels;
   out.file_pixels = r.file_pixels;
+  out.stages = r.stages;
   return out;
 }
 

@@ -137,6 +137,8 @@ transform_chain::bind(const std::vector<transform_spec>& chain,
         out.normalize_entry_ = k++;
     }
     out.fused_ = k;
+    for (size_t e = 0; e < k; ++e)
+      out.fused_name_ += (e ? " + " : "") + chain[e].text;
   }
   if (python)
     for (size_t k = 0; k < out.specs_.size(); ++k)
@@ -181,7 +183,7 @@ caf::error transform_chain::bind_python(size_t k,
 
 caf::expected<bool> transform_chain::apply_fused(sample_input& input,
                                                  const draw_key& key,
-                                                 decode_tally* tally,
+                                                 chain_tally* tally,
                                                  float* chw) const {
   if (input.encoded.empty())
     return false;
@@ -259,20 +261,33 @@ caf::expected<bool> transform_chain::apply_fused(sample_input& input,
 
 caf::expected<cv::Mat> transform_chain::apply(sample_input input,
                                               const draw_key& key,
-                                              decode_tally* tally) const {
+                                              chain_tally* tally) const {
   return apply_planes(std::move(input), key, nullptr, tally);
 }
 
 caf::expected<cv::Mat> transform_chain::apply_planes(sample_input input,
                                                      const draw_key& key,
                                                      float* chw,
-                                                     decode_tally* tally) const {
+                                                     chain_tally* tally) const {
   size_t k = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  // The stage that ended now: its time since the last one's end.
+  auto stage_done = [&](const std::string& name) {
+    auto t1 = std::chrono::steady_clock::now();
+    add_stage_time(tally->stages, name, 1,
+                   static_cast<uint64_t>(
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       t1 - t0)
+                       .count()));
+    t0 = t1;
+  };
   if (fused_ > 0) {
     bool whole = chw != nullptr && fused_ == specs_.size();
     auto fused = apply_fused(input, key, tally, whole ? chw : nullptr);
     if (!fused)
       return std::move(fused.error());
+    if (*fused && tally)
+      stage_done(fused_name_);
     if (*fused && whole)
       return cv::Mat{}; // written into `chw`
     if (*fused)
@@ -280,18 +295,22 @@ caf::expected<cv::Mat> transform_chain::apply_planes(sample_input input,
   }
   if (k == 0 && tally && !specs_.empty() && defs_[0].takes_files) {
     // The whole file decoded: every pixel of it made.
-    auto t0 = std::chrono::steady_clock::now();
+    auto d0 = std::chrono::steady_clock::now();
     if (auto err = defs_[0].apply(specs_[0], input, rng_for(key, 0)))
       return err;
-    tally->ns += elapsed_ns(t0);
+    tally->ns += elapsed_ns(d0);
     ++tally->files;
     tally->decoded_pixels += input.pixels.total();
     tally->file_pixels += input.pixels.total();
+    stage_done(specs_[0].text);
     k = 1;
   }
-  for (; k < specs_.size(); ++k)
+  for (; k < specs_.size(); ++k) {
     if (auto err = defs_[k].apply(specs_[k], input, rng_for(key, k)))
       return err;
+    if (tally)
+      stage_done(specs_[k].text);
+  }
   return to_float(input.pixels);
 }
 

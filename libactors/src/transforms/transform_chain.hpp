@@ -28,15 +28,18 @@ caf::expected<image_shape> check_chain(const std::vector<transform_spec>& chain,
 std::vector<transform_spec>
 eval_chain_of(const std::vector<transform_spec>& train, const registry& reg);
 
-/// What decoding cost one worker thread: files decoded, the time inside
+/// What a chain cost one worker thread: files decoded, the time inside
 /// the decoder, and the pixels it made against the files' full size (the
-/// fused start decodes a JPEG only where its crop lies, at M/8). The
-/// caller owns it and sums it; never shared between threads.
-struct decode_tally {
+/// fused start decodes a JPEG only where its crop lies, at M/8); and each
+/// stage's samples and time (the fused start as one stage, named by its
+/// entries joined with " + "). The caller owns it and sums it; never
+/// shared between threads.
+struct chain_tally {
   uint64_t files = 0;
   uint64_t ns = 0;
   uint64_t decoded_pixels = 0;
   uint64_t file_pixels = 0;
+  std::vector<stage_time> stages;
 };
 
 /// What a chain's python(MODULE:CALLABLE) entries run on (python_stage.hpp):
@@ -74,9 +77,10 @@ public:
   /// crop box from the same generator, only the rows and columns it needs
   /// decoded at the largest M/8 that keeps it three times the output size,
   /// resampled straight to float (kernels/jpeg_region.hpp); other files
-  /// run the entries one by one. `tally`, when given, counts the decode step.
+  /// run the entries one by one. `tally`, when given, counts the decode step
+  /// and times each stage.
   caf::expected<cv::Mat> apply(sample_input input, const draw_key& key,
-                               decode_tally* tally = nullptr) const;
+                               chain_tally* tally = nullptr) const;
 
   /// As apply(), but where the fused start is the whole chain and takes
   /// this file, its pass writes the image straight into `chw` (float32
@@ -84,7 +88,7 @@ public:
   /// and returns an empty Mat; otherwise the HWC image, `chw` untouched.
   caf::expected<cv::Mat> apply_planes(sample_input input, const draw_key& key,
                                       float* chw,
-                                      decode_tally* tally = nullptr) const;
+                                      chain_tally* tally = nullptr) const;
 
   bool empty() const noexcept { return specs_.empty(); }
 
@@ -101,10 +105,11 @@ private:
   // The fused start on `input`: true when it ran (the pixels are set),
   // false for a file it does not take.
   caf::expected<bool> apply_fused(sample_input& input, const draw_key& key,
-                                  decode_tally* tally, float* chw) const;
+                                  chain_tally* tally, float* chw) const;
 
   std::vector<transform_spec> specs_;
   std::vector<transform_def> defs_;
+  std::string fused_name_; // the fused start's stage: its entries' texts
   size_t fused_ = 0;
   size_t crop_entries_ = 0;  // decode and the crop: 2 or 3
   size_t flip_entry_ = 0;    // 0: no flip in the fused start

@@ -133,7 +133,7 @@ image_batch batch_maker::chain(const work_item& item, double slowdown,
   if (test && !test_)
     throw std::runtime_error("a test item, but this worker has no test "
                              "split open");
-  auto make = [&](decode_tally* tally) {
+  auto make = [&](chain_tally* tally) {
     return map_samples(test ? *test_ : *train_,
                        test ? test_chain_ : train_chain_,
                        pipeline_.data.output, pipeline_.data.seed, item,

@@ -28,7 +28,7 @@ struct batch_resources {
   std::shared_ptr<buffer_pool> buffers;
   /// Its decode steps so far (make() adds each batch's; the work
   /// worker.slowdown throws away is not counted).
-  decode_tally decode;
+  chain_tally decode;
 };
 
 /// Makes the batches of one pipeline: the article's fused blur stage over

@@ -107,6 +107,7 @@ worker_report make_report(worker_ptr self) {
   report.decode_ns = st.stats.decode_ns;
   report.decoded_pixels = st.stats.decoded_pixels;
   report.file_pixels = st.stats.file_pixels;
+  report.stages = st.stats.stages;
   return report;
 }
 
@@ -185,6 +186,7 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
       st.stats.decode_ns = st.own.decode.ns;
       st.stats.decoded_pixels = st.own.decode.decoded_pixels;
       st.stats.file_pixels = st.own.decode.file_pixels;
+      st.stats.stages = st.own.decode.stages;
       deliver(self, std::move(batch), trainer);
       if (st.stats.batches > warmup_batches) { // the steady state
         st.stats.steady_faults += thread_minor_faults() - faults_before;
