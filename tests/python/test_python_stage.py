@@ -89,9 +89,15 @@ def test_an_exception_now_and_then_skips_those_samples_and_counts_them(
     # way, and every one is delivered or counted.
     assert 0 < stage["samples"] < 1024 * 0.1
     assert r["samples_delivered"] + stage["samples"] == 1024
-    # The log names the stage with its count, once an epoch.
-    assert "transform python(stage_fns:unlucky):" in done.stdout + \
-        done.stderr
+    # The log names the stage with its count, once an epoch, and gives
+    # the first exception's whole traceback, once.
+    out = done.stdout + done.stderr
+    assert "transform python(stage_fns:unlucky):" in out
+    assert out.count("the first exception's traceback") == 1, out
+    told = out[out.index("the first exception's traceback"):]
+    assert "Traceback (most recent call last)" in told, told
+    assert 'stage_fns.py", line 9, in unlucky' in told, told
+    assert "ValueError: an unlucky sample" in told, told
 
 
 def test_a_stage_that_always_raises_fails_the_run_naming_it(tmp_path):

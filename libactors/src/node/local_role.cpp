@@ -118,7 +118,8 @@ run_local(caf::actor_system& sys, const run_config& cfg, const registry& reg,
     self->send(router, g, trainers[rank]);
     self->send(trainers[rank], std::move(g));
   }
-  auto common = node_worker_setup(cfg, reg, buffers);
+  auto common = node_worker_setup(cfg, reg, buffers,
+                                  shared_log_of(self->system()));
   if (!common) {
     stop_trainers();
     stop(router, source);

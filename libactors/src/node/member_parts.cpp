@@ -34,7 +34,8 @@ start_workers(caf::actor_system& sys, caf::scoped_actor& self,
   // Buffers come back once a batch is on its stream (not after one sent
   // as a CAF message, which CAF copies).
   auto common = node_worker_setup(
-    cfg, reg, std::make_shared<buffer_pool>(batch_buffers_for(cfg)));
+    cfg, reg, std::make_shared<buffer_pool>(batch_buffers_for(cfg)),
+    shared_log_of(sys));
   if (!common)
     return make_error(errc::run_failure, "worker node '" + cfg.node.name
                                            + "': "

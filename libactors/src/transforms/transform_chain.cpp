@@ -1,5 +1,6 @@
 #include "transforms/transform_chain.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -165,16 +166,28 @@ caf::error transform_chain::bind_python(size_t k,
                            && (fused_ == crop_entries_
                                || specs_[fused_ - 1].name
                                     == "horizontal-flip");
-  defs_[k].apply = [pool, after_fused_bytes](const entry_spec&,
-                                             sample_input& s,
-                                             const counter_rng& rng) {
+  // The first exception's whole traceback, once (each is counted).
+  auto told = std::make_shared<std::atomic<bool>>(false);
+  defs_[k].apply = [pool, after_fused_bytes, told, log = python.log,
+                    entry = specs_[k].text](const entry_spec&,
+                                            sample_input& s,
+                                            const counter_rng& rng) {
     cv::Mat in = s.pixels;
     if (after_fused_bytes && in.depth() == CV_32F)
       in.convertTo(in, CV_8U, 255.0);
     auto words = rng.block(0);
-    auto made = pool->call(in, python_stage_seed(words[0], words[1]));
-    if (!made) // the sample fails, not the worker
+    std::string traceback;
+    auto made = pool->call(in, python_stage_seed(words[0], words[1]),
+                           &traceback);
+    if (!made) { // the sample fails, not the worker
+      while (!traceback.empty() && traceback.back() == '\n')
+        traceback.pop_back();
+      if (log && !traceback.empty() && !told->exchange(true))
+        log->say(log_level::warning,
+                 entry + ": the first exception's traceback (later ones are "
+                   "counted in the report, not logged):\n" + traceback);
       return make_error(errc::transform_failure, describe(made.error()));
+    }
     s.pixels = std::move(*made);
     return caf::error{};
   };

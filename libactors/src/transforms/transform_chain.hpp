@@ -1,11 +1,13 @@
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <caf/expected.hpp>
 #include <opencv2/core.hpp>
 
+#include "stoker/log.hpp"
 #include "stoker/node_options.hpp"
 #include "stoker/registry.hpp"
 #include "kernels/image_ops.hpp"
@@ -44,10 +46,13 @@ struct chain_tally {
 
 /// What a chain's python(MODULE:CALLABLE) entries run on (python_stage.hpp):
 /// the node's python settings and how many processes each may have (one
-/// per worker thread of the node).
+/// per worker thread of the node); `log`, where each entry's first
+/// exception's whole traceback goes (a warning, once; the report counts
+/// them all). Null: not logged.
 struct python_binding {
   python_spec spec;
   size_t processes = 1;
+  std::shared_ptr<const log_sink> log;
 };
 
 /// A checked chain bound to its transforms' definitions (copies: it does

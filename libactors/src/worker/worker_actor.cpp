@@ -232,10 +232,12 @@ worker_actor::behavior_type worker_fn(worker_ptr self, worker_setup setup,
 
 caf::expected<worker_setup>
 node_worker_setup(const run_config& cfg, const registry& reg,
-                  std::shared_ptr<buffer_pool> buffers) {
+                  std::shared_ptr<buffer_pool> buffers,
+                  std::shared_ptr<const log_sink> log) {
   python_binding python;
   python.spec = cfg.node.python;
   python.processes = std::max<size_t>(1, cfg.node.workers);
+  python.log = std::move(log);
   auto maker = batch_maker::open(cfg.pipeline, reg, python);
   if (!maker)
     return std::move(maker.error());

@@ -53,10 +53,12 @@ struct worker_setup {
 /// slowdown, the pipeline's wire dtype and report interval, one
 /// batch_maker opened for the node (its workers share the datasets) and
 /// `buffers` for their batches. Name and routes are the caller's to add.
+/// `log`: where a Python stage's first traceback goes (the node's sink).
 /// Errors name what cannot be opened (batch_maker::open).
 caf::expected<worker_setup>
 node_worker_setup(const run_config& cfg, const registry& reg,
-                  std::shared_ptr<buffer_pool> buffers);
+                  std::shared_ptr<buffer_pool> buffers,
+                  std::shared_ptr<const log_sink> log = nullptr);
 
 /// How many idle batch buffers a node of `cfg` keeps: as many as can be in
 /// flight (router.max-inflight-bytes over one batch, at most 64) plus one
