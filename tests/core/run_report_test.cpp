@@ -91,6 +91,7 @@ BOOST_AUTO_TEST_CASE(json_has_every_documented_key) {
                    "wall_s", "throughput_sps", "accelerator_idle_fraction",
                    "trainer_device", "policy", "batches_leased",
                    "batches_acked", "batches_hedged", "dropped_copies",
+                   "copy_mismatches",
                    "window", "window_max", "window_changes",
                    "window_last_change", "placement", "gpu_share",
                    "batches_gpu_blur", "gpu_blurred_batches",

@@ -306,6 +306,8 @@ BOOST_AUTO_TEST_CASE(hedged_stragglers_are_trained_on_once) {
   BOOST_REQUIRE(std::regex_search(json, m,
                                   std::regex{R"("dropped_copies": (\d+))"}));
   BOOST_TEST(std::stoi(m[1]) > 0);
+  // Each dropped copy is the bits of the one trained on.
+  BOOST_TEST(json.find("\"copy_mismatches\": 0,") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(random_bytes_on_the_heads_port_neither_crash_nor_stall_it) {

@@ -5,77 +5,13 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
 
-from conftest import NODE, SOURCE_DIR
+from conftest import NODE, SOURCE_DIR, Cluster
 
-EXAMPLE = os.path.join(SOURCE_DIR, "examples", "pytorch",
-                       "train_fashion_mnist.py")
 FASHION = "/usr/share/datasets/fashion-mnist"
-
-
-class Cluster:
-    """A head on a free loopback port and the processes started beside it;
-    each logs to a file of its own under `tmp`."""
-
-    def __init__(self, tmp, head_args):
-        self.tmp = tmp
-        self.procs = {}
-        port_file = os.path.join(tmp, "head.port")
-        self.report = os.path.join(tmp, "report.json")
-        self.start("head", [NODE, "--role=head", "--cluster.port=0",
-                            "--cluster.port-file=" + port_file,
-                            "--report=" + self.report] + head_args)
-        deadline = time.monotonic() + 20
-        while not (os.path.exists(port_file)
-                   and open(port_file).read().endswith("\n")):
-            assert time.monotonic() < deadline, self.log("head")
-            time.sleep(0.05)
-        self.head = "127.0.0.1:" + open(port_file).read().strip()
-
-    def start(self, name, argv):
-        log = open(os.path.join(self.tmp, name + ".log"), "w")
-        self.procs[name] = subprocess.Popen(argv, stdout=log,
-                                            stderr=subprocess.STDOUT,
-                                            env=os.environ.copy())
-        return self.procs[name]
-
-    def worker(self, name):
-        self.start(name, [NODE, "--role=worker", "--node.name=" + name,
-                          "--cluster.head=" + self.head])
-
-    def python_trainer(self, name, extra=()):
-        return self.start(name, [sys.executable, EXAMPLE, "--head", self.head,
-                                 "--name", name,
-                                 "--result", self.result(name), *extra])
-
-    def result(self, name):
-        return os.path.join(self.tmp, name + ".json")
-
-    def log(self, name):
-        with open(os.path.join(self.tmp, name + ".log")) as f:
-            return f.read()
-
-    def wait(self, name, timeout):
-        try:
-            return self.procs[name].wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def stop(self):
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-
-
-@pytest.fixture
-def cluster_dir():
-    with tempfile.TemporaryDirectory(prefix="stoker-py-") as tmp:
-        yield tmp
 
 
 def fashion_head_args(samples, epochs, eval_samples):

@@ -2,17 +2,19 @@
 stoker-node's workers in processes of their own: every sample once over
 two epochs, a function that raises now and then (skipped, counted) or
 always (the run fails, naming it), a module that is not there (refused
-before the run), and a stage process killed mid-run (nothing lost)."""
+before the run), a stage process killed mid-run (nothing lost), and a
+cluster whose hedged copies are compared with the ones trained on."""
 
 import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
-from conftest import NODE
+from conftest import NODE, Cluster
 
 STAGE_MODULE = '''
 import os, time, torch
@@ -27,6 +29,11 @@ def unlucky(x):
 
 def boom(x):
     raise ValueError("this stage always fails")
+
+def unseeded(x):
+    # Draws from a generator seeded by the OS, not Stoker: copies differ.
+    g = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "big"))
+    return x + torch.rand(x.shape, generator=g)
 
 def slow(x):
     # Says the run is under way (the test kills a stage process then).
@@ -325,3 +332,55 @@ def jitter(x):
     assert sorted(made[1]) == sorted(made[2]) == list(range(128))
     for sample in range(128):
         assert made[1][sample].equal(made[2][sample]), sample
+
+
+TRAINER_LOOP = """
+import stoker, sys
+t = stoker.Trainer(head=sys.argv[1], name=sys.argv[2])
+for x, y in t:
+    pass
+t.close()
+"""
+
+
+@pytest.mark.parametrize("fn", ["noisy", "unseeded"])
+def test_a_cluster_runs_the_stage_on_its_workers_and_copies_agree(
+        tmp_path, cluster_dir, fn):
+    # Head, two worker nodes with the stage (one 6x slower, so round-robin
+    # gives it stragglers that are hedged on the other), a Python trainer.
+    # A hedged copy is made from the same samples and draws: the same bits
+    # (the trainer compares each dropped copy with the one trained on);
+    # a stage drawing from the OS's generator makes copies that differ.
+    (tmp_path / "stage_fns.py").write_text(STAGE_MODULE)
+    c = Cluster(cluster_dir, [
+        "--cluster.nodes=[\"t-0:trainer\", \"fast:worker:1\", "
+        "\"slow:worker:1\"]",
+        "--pipeline.height=32", "--pipeline.width=32",
+        "--pipeline.batch-size=16", "--pipeline.dataset-size=1600",
+        "--pipeline.epochs=1",
+        "--pipeline.transforms=[\"python(stage_fns:%s)\"]" % fn,
+        "--router.policy=round-robin", "--router.hedge-factor=1.5",
+        "--router.report-interval=20ms"])
+    try:
+        c.start("t-0", [sys.executable, "-c", TRAINER_LOOP, c.head, "t-0"])
+        path = "--python.path=[\"%s\"]" % tmp_path
+        c.worker("fast", ["--worker.count=1", path])
+        c.worker("slow", ["--worker.count=1", "--worker.slowdown=6", path])
+        assert c.wait("head", 120) == 0, c.log("head") + c.log("slow")
+        for name in ("t-0", "fast", "slow"):
+            assert c.wait(name, 30) == 0, c.log(name)
+    finally:
+        c.stop()
+    r = json.load(open(c.report))
+    assert r["status"] == "ok", r
+    assert r["missing"] == 0 and r["duplicates"] == 0, r
+    assert r["samples_delivered"] == 1600
+    assert r["trainers"][0]["device"] == "python"
+    assert r["dropped_copies"] > 0, r  # hedging happened
+    assert any(s["stage"] == "python(stage_fns:%s)" % fn
+               for s in r["stages"]), r["stages"]
+    if fn == "noisy":
+        assert r["copy_mismatches"] == 0, c.log("head")
+    else:
+        assert r["copy_mismatches"] > 0, r
+        assert "is not the bits of the first" in c.log("t-0"), c.log("t-0")

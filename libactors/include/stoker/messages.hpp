@@ -306,6 +306,9 @@ struct trainer_stats {
   uint64_t duplicates = 0;
   uint64_t rejected_batches = 0;
   uint64_t dropped_copies = 0; ///< second copies of a batch (hedging), dropped
+  /// Of those, copies whose bits differ from the first's (copy_check): the
+  /// chain is not deterministic.
+  uint64_t copy_mismatches = 0;
   uint64_t resumed_samples = 0; ///< delivered before a restart (checkpoint)
   /// Steps taken before a restart: in `steps`, not in the times below,
   /// which are this run's.
@@ -420,7 +423,8 @@ typename Inspector::result_type inspect(Inspector& f, trainer_stats& x) {
   return f(caf::meta::type_name("trainer_stats"), x.device, x.simulated,
            x.steps, x.samples_delivered, x.unique_samples, x.skipped_unique,
            x.duplicates,
-           x.rejected_batches, x.dropped_copies, x.resumed_samples,
+           x.rejected_batches, x.dropped_copies, x.copy_mismatches,
+           x.resumed_samples,
            x.resumed_steps,
            x.wait_ns, x.step_ns, x.last_loss, x.first_error,
            x.skipped_samples, x.skipped_examples, x.skipped_sources,

@@ -112,6 +112,9 @@ struct run_report {
   std::string stopped_by; ///< non-empty: ended early on purpose (how)
   std::vector<std::string> lost_workers; ///< died or went silent
   uint64_t dropped_copies = 0; ///< second copies the trainer dropped
+  /// Of those, copies that were not the same bits as the one trained on
+  /// (a chain that is not deterministic).
+  uint64_t copy_mismatches = 0;
   uint32_t window = 0;         ///< in-flight window at the end, batches
   uint32_t window_max = 0;     ///< its ceiling from router.max-inflight-bytes
   uint32_t window_changes = 0;

@@ -98,6 +98,7 @@ run_report make_report(const router_summary& router,
     sum.duplicates += t.duplicates;
     sum.resumed_samples += t.resumed_samples;
     sum.dropped_copies += t.dropped_copies;
+    sum.copy_mismatches += t.copy_mismatches;
     sum.gpu_blurred_batches += t.gpu_blurred_batches;
     sum.steady_faults += t.steady_faults;
     sum.steady_batches += t.steady_batches;
@@ -234,6 +235,7 @@ run_report make_report(const router_summary& router,
   r.stopped_by = router.stopped_by;
   r.lost_workers = router.lost_workers;
   r.dropped_copies = sum.dropped_copies;
+  r.copy_mismatches = sum.copy_mismatches;
   r.window = router.window;
   r.window_max = router.window_max;
   r.window_changes = router.window_changes;
@@ -376,6 +378,7 @@ std::string to_json(const run_report& r) {
     out << (i == 0 ? "" : ", ") << json_quoted(r.lost_workers[i]);
   out << "],\n"
       << "  \"dropped_copies\": " << r.dropped_copies << ",\n"
+      << "  \"copy_mismatches\": " << r.copy_mismatches << ",\n"
       << "  \"window\": " << r.window << ",\n"
       << "  \"window_max\": " << r.window_max << ",\n"
       << "  \"window_changes\": " << r.window_changes << ",\n"

@@ -293,6 +293,11 @@ int finish_run(const caf::expected<run_report>& report,
                                           : "; last: " + r.window_last_change)
          << "), hedged " << r.batches_hedged << ", copies dropped "
          << r.dropped_copies;
+  if (r.copy_mismatches > 0)
+    log.warning("  " + std::to_string(r.copy_mismatches)
+                + " second cop(ies) of a batch were not the bits trained "
+                  "on: the chain is not deterministic (a stage drawing from "
+                  "a generator Stoker does not seed?)");
   info() << "  peak RSS " << detail::peak_rss_bytes() / 1000000 << " MB";
   if (!cfg.node.report_path.empty()) {
     if (auto err = write_report(r, cfg.node.report_path)) {

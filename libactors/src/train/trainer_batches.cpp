@@ -486,6 +486,16 @@ void on_batch(trainer_ptr self, image_batch& batch) {
     // Acknowledged all the same (no step): a router started after this
     // trainer trained it may have leased it again, and waits for the ack.
     ++s.stats.dropped_copies;
+    std::string first;
+    if (auto equal = s.copies.same(batch, &first); equal && !*equal) {
+      ++s.stats.copy_mismatches;
+      log_to(self->system(), log_level::warning)
+        << s.line_start << "trainer: batch " << batch.batch_id
+        << ": its second copy (from " << batch.producer
+        << ") is not the bits of the first (from " << first
+        << "), which was trained on: the chain is not deterministic (a "
+           "stage drawing from a generator Stoker does not seed?)";
+    }
     batch_ack ack;
     ack.batch_id = batch.batch_id;
     ack.rank = s.group.rank;
@@ -494,6 +504,7 @@ void on_batch(trainer_ptr self, image_batch& batch) {
     recycle(s, batch);
     return;
   }
+  s.copies.taken(batch);
   auto start = clock_type::now();
   auto faults_before = thread_minor_faults();
   auto expect = s.expect;

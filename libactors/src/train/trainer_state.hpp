@@ -20,6 +20,7 @@
 #include "kernels/blur.hpp"
 #include "train/checkpoint.hpp"
 #include "train/collective.hpp"
+#include "train/copy_check.hpp"
 #include "train/delivery_ledger.hpp"
 #include "train/skip_tally.hpp"
 #include "train/epoch_gate.hpp"
@@ -101,6 +102,8 @@ struct trainer_state {
   trainer_stats stats;
   // Batch ids trained on: a hedged lease can bring a batch twice.
   batch_id_set consumed;
+  // The first copies' digests, which a second copy must equal.
+  copy_check copies;
   uint32_t log_every = 100; ///< 0: none (the process shows a progress line)
   /// Starts each line this trainer prints: "\r\x1b[K" (erase the line) where
   /// a progress line is on screen, so the text does not run into it.
