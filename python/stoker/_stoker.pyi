@@ -16,7 +16,7 @@ class BatchInfo:
     checksums: list[int]
 
 
-class BatchEvent:
+class BatchEvent(tuple):  # a struct sequence, as os.stat_result
     images: torch.Tensor
     labels: torch.Tensor
     info: BatchInfo
