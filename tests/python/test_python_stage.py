@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import NODE, Cluster
+from conftest import NODE, SOURCE_DIR, Cluster
 
 STAGE_MODULE = '''
 import os, time, torch
@@ -332,6 +332,77 @@ def jitter(x):
     assert sorted(made[1]) == sorted(made[2]) == list(range(128))
     for sample in range(128):
         assert made[1][sample].equal(made[2][sample]), sample
+
+
+def test_a_stage_that_burns_cpu_costs_the_loops_thread_nothing(
+        tmp_path, monkeypatch):
+    # The stage spins 3 ms of CPU a sample in its own processes; the loop
+    # thread's CPU inside next() is what it pays for a batch whatever the
+    # chain (no transform takes its GIL or its thread).
+    import importlib
+    import resource
+    import stoker
+    (tmp_path / "burn_stage.py").write_text('''
+import time
+def burn(x):
+    until = time.thread_time() + 0.003
+    while time.thread_time() < until:
+        pass
+    return x
+''')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    burn_stage = importlib.import_module("burn_stage")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    loader = stoker.DataLoader(
+        transforms=[burn_stage.burn, "to-tensor"],
+        pipeline={"height": 32, "width": 32, "dataset_size": 256,
+                  "batch_size": 16, "epochs": 1},
+        worker={"count": 2})
+    inside = 0.0
+    batches = 0
+    it = iter(loader)
+    while True:
+        t0 = time.thread_time()
+        try:
+            next(it)
+        except StopIteration:
+            break
+        inside += time.thread_time() - t0
+        batches += 1
+    loader.close()
+    assert loader.report["status"] == "ok", loader.report
+    assert batches == 16
+    stage_cpu = 256 * 0.003
+    # The stage's CPU went to child processes (reaped by close()), not to
+    # this one's threads.
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children = after.ru_utime - before.ru_utime
+    print("loop thread in next():", inside, "s; stage processes:",
+          children, "s")
+    assert children >= 0.8 * stage_cpu, (children, stage_cpu)
+    assert inside < 0.05 * stage_cpu, (inside, stage_cpu)
+    stages = {s["stage"]: s for s in loader.report["stages"]}
+    assert stages["python(burn_stage:burn)"]["ms_per_sample"] >= 3.0
+
+
+def test_the_reference_recipe_example_trains_with_its_python_stages(
+        tmp_path):
+    # examples/pytorch/train_reference_recipe.py, a few steps on 12 photos
+    # (the recipe's stages are imported by the workers' stage processes).
+    data = jpeg_folder(str(tmp_path), count=12)
+    done = subprocess.run(
+        [sys.executable, os.path.join(SOURCE_DIR, "examples", "pytorch",
+                                      "train_reference_recipe.py"),
+         "--data", data, "--steps", "2", "--crop", "64",
+         "--batch-size", "4", "--workers", "2"],
+        capture_output=True, text=True, timeout=300, env=os.environ.copy())
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "epoch 0 step 2 loss" in out, out
+    assert "2 steps; stages per sample:" in out, out
+    for stage in ("python(reference_recipe:trivial_wide)",
+                  "python(reference_recipe:random_erasing)"):
+        assert stage in out, out
 
 
 TRAINER_LOOP = """

@@ -55,6 +55,18 @@ def slow_pid(x):
     return torch.full_like(x, float(os.getpid()))
 
 not_callable = 3
+
+def mixup(x, y):  # per batch: images and labels mixed with their neighbour
+    lam = torch.rand(1).item()
+    soft = torch.nn.functional.one_hot(y, 4).float()
+    return (lam * x + (1 - lam) * x.roll(1, 0),
+            lam * soft + (1 - lam) * soft.roll(1, 0))
+
+def relabel(x, y):
+    return x * 2, y + 1
+
+def float_labels(x, y):
+    return x, y.float()
 )PY";
 
 // A scratch folder holding the module above (stage_fns.py).
@@ -190,6 +202,88 @@ BOOST_AUTO_TEST_CASE(a_result_of_the_wrong_shape_names_what_was_expected) {
                        "(3, 4, 5)")
                != std::string::npos,
              text);
+}
+
+// A batch of 3 images 2x2x2 (float32 CHW each) and its labels.
+struct small_batch {
+  std::vector<float> images;
+  std::vector<int64_t> labels{0, 3, 1};
+  small_batch() {
+    for (int i = 0; i < 24; ++i)
+      images.push_back(0.125f * static_cast<float>(i % 7));
+  }
+  batch_view view() {
+    return batch_view{images.data(), labels.data(), 3, 2, 2, 2, 4};
+  }
+};
+
+BOOST_AUTO_TEST_CASE(a_batch_stage_returns_soft_labels_as_plain_python_does) {
+  module_dir m;
+  auto p = python_stage_process::start(m.options("mixup"));
+  BOOST_REQUIRE_MESSAGE(p, why(p));
+  small_batch b;
+  auto original = b.images;
+  uint64_t seed = python_stage_seed(0x1234u, 0x5678u);
+  auto soft = (*p)->call_batch(b.view(), seed);
+  BOOST_REQUIRE_MESSAGE(soft, why(soft));
+  BOOST_REQUIRE_EQUAL(soft->size(), 12u); // 3 images x 4 classes
+  for (size_t i = 0; i < 3; ++i) {
+    float sum = 0;
+    for (size_t k = 0; k < 4; ++k)
+      sum += (*soft)[i * 4 + k];
+    BOOST_TEST(sum == 1.0f, boost::test_tools::tolerance(1e-6f));
+  }
+  BOOST_TEST((b.labels == std::vector<int64_t>{0, 3, 1})); // hard: as they were
+  // The same function in plain Python, the same input and seed.
+  auto expected_file = m.dir / "expected_batch.bin";
+  std::string values;
+  for (auto v : original)
+    values += std::to_string(v) + ",";
+  auto command = "/usr/bin/python3 -c \"import sys, torch; "
+                 "sys.path.insert(0, '"
+                 + m.dir.string()
+                 + "'); import stage_fns; torch.manual_seed("
+                 + std::to_string(seed) + "); x = torch.tensor([" + values
+                 + "]).view(3, 2, 2, 2); y = torch.tensor([0, 3, 1]); "
+                   "i, s = stage_fns.mixup(x, y); open('"
+                 + expected_file.string()
+                 + "', 'wb').write(i.numpy().tobytes() + "
+                   "s.numpy().tobytes())\"";
+  BOOST_REQUIRE(std::system(command.c_str()) == 0);
+  std::ifstream f{expected_file, std::ios::binary};
+  std::string expected{std::istreambuf_iterator<char>(f), {}};
+  std::string got(reinterpret_cast<const char*>(b.images.data()),
+                  b.images.size() * sizeof(float));
+  got.append(reinterpret_cast<const char*>(soft->data()),
+             soft->size() * sizeof(float));
+  BOOST_TEST(got == expected);
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_stage_may_return_hard_labels_or_is_told_why_not) {
+  module_dir m;
+  auto p = python_stage_process::start(m.options("relabel"));
+  BOOST_REQUIRE_MESSAGE(p, why(p));
+  small_batch b;
+  auto doubled = b.images;
+  for (auto& v : doubled)
+    v *= 2;
+  auto soft = (*p)->call_batch(b.view(), 1);
+  BOOST_REQUIRE_MESSAGE(soft, why(soft));
+  BOOST_TEST(soft->empty());
+  BOOST_TEST((b.labels == std::vector<int64_t>{1, 4, 2}));
+  BOOST_TEST((b.images == doubled));
+  auto q = python_stage_process::start(m.options("float_labels"));
+  BOOST_REQUIRE(q);
+  small_batch c;
+  auto bad = (*q)->call_batch(c.view(), 1);
+  BOOST_REQUIRE(!bad);
+  auto text = describe(bad.error());
+  BOOST_TEST(text.find("returned labels as a torch.float32 tensor of shape "
+                       "(3,); expected torch.int64 of shape (3,) or soft "
+                       "labels, torch.float32 of shape (N, classes) = (3, 4)")
+               != std::string::npos,
+             text);
+  BOOST_TEST((c.labels == std::vector<int64_t>{0, 3, 1})); // untouched
 }
 
 BOOST_AUTO_TEST_CASE(a_module_or_callable_that_is_not_there_is_refused) {

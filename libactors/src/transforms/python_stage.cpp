@@ -26,17 +26,22 @@ namespace {
 // The interpreter's side, run with `python3 -c`: imports the callable,
 // says so (or why not), then answers one call at a time until the worker
 // closes its socket. Fixed fds: 3 the socket, 4 the shared memory.
-// A request is 8 little-endian u64 (kind, seed, h, w, c, dtype, the
-// memory's size, where the output goes); a reply 5 (status, h, w, c,
-// length of the text that follows). Status 0 ok, 1 the function raised
-// (or the import failed), 2 it returned the wrong thing.
+// A request is 10 little-endian u64 (kind, seed, h, w, c, dtype, the
+// memory's size, where the output goes, images n, classes); a reply 5
+// (status, h, w, c, length of the text that follows). Status 0 ok, 1 the
+// function raised (or the import failed), 2 it returned the wrong thing.
+// Kind 1: one HWC sample, the function gets it CHW and returns it so.
+// Kind 2: a batch, n float32 CHW images then n int64 labels (each part at
+// a 64-byte boundary); the function gets (images, labels) and returns
+// them, the labels as they were (int64, n) or soft (float32, n x
+// classes); the reply's h says which: 0 or classes.
 constexpr const char* host_script = R"PY(
 import importlib, os, random, socket, struct, sys, threading, time
 import traceback
 sock = socket.socket(fileno=int(sys.argv[1]))
 mem_fd, ref = int(sys.argv[2]), sys.argv[3]
 sys.path[:0] = sys.argv[4:]
-HEAD, REPLY = struct.Struct('<8Q'), struct.Struct('<5Q')
+HEAD, REPLY = struct.Struct('<10Q'), struct.Struct('<5Q')
 
 def reply(status, h=0, w=0, c=0, text=''):
     data = text.encode('utf-8', 'replace')
@@ -76,33 +81,100 @@ DTYPES = {0: torch.uint8, 1: torch.float32}
 # torch.manual_seed's own generator, without its CUDA and MPS bookkeeping
 # (30-50 us a call here): the same CPU draws.
 seed_torch = torch.default_generator.manual_seed
-while True:
-    kind, seed, h, w, c, dt, mapped, out_at = HEAD.unpack(receive(HEAD.size))
-    if mapped != size:
-        if mm is not None:
-            mm.close()
-        mm, size = mmap.mmap(mem_fd, mapped), mapped
-    dtype, n = DTYPES[dt], h * w * c
-    x = torch.frombuffer(mm, dtype=dtype, count=n).view(h, w, c)
-    x = x.permute(2, 0, 1)
+def aligned(n):
+    return (n + 63) // 64 * 64
+
+def seed_all(seed):
     seed_torch(seed)
     random.seed(seed)
     if 'numpy' in sys.modules:
         sys.modules['numpy'].random.seed(seed % (1 << 32))
+
+def raised(e):
+    at = traceback.extract_tb(e.__traceback__)[-1]
+    place = f'{os.path.basename(at.filename)}:{at.lineno} in {at.name}'
+    reply(1, text=f'{type(e).__name__}: {e} ({place})\n'
+                  f'{traceback.format_exc()}')
+
+def described(y):
+    return (f'a {y.dtype} tensor of shape {tuple(y.shape)}'
+            if isinstance(y, torch.Tensor) else f'a {type(y).__name__}')
+
+def batch_call(seed, n, c, h, w, out_at, classes):
+    count = n * c * h * w
+    x = torch.frombuffer(mm, dtype=torch.float32, count=count)
+    x = x.view(n, c, h, w)
+    labels = torch.frombuffer(mm, dtype=torch.int64, count=n,
+                              offset=aligned(4 * count))
+    seed_all(seed)
+    try:
+        made = fn(x, labels)
+    except Exception as e:
+        del x, labels
+        raised(e)
+        return
+    del x, labels
+    if not (isinstance(made, (tuple, list)) and len(made) == 2):
+        reply(2, text=f'returned {type(made).__name__}; expected a pair '
+                      f'(images, labels)')
+        return
+    images, out_labels = made
+    del made
+    if (not isinstance(images, torch.Tensor)
+            or images.dtype != torch.float32
+            or tuple(images.shape) != (n, c, h, w)):
+        reply(2, text=f'returned images as {described(images)}; expected '
+                      f'a torch.float32 tensor of shape (N, C, H, W) = '
+                      f'({n}, {c}, {h}, {w})')
+        return
+    hard = (isinstance(out_labels, torch.Tensor)
+            and out_labels.dtype == torch.int64
+            and tuple(out_labels.shape) == (n,))
+    soft = (isinstance(out_labels, torch.Tensor)
+            and out_labels.dtype == torch.float32
+            and tuple(out_labels.shape) == (n, classes))
+    if not (hard or soft):
+        reply(2, text=f'returned labels as {described(out_labels)}; '
+                      f'expected torch.int64 of shape ({n},) or soft '
+                      f'labels, torch.float32 of shape (N, classes) = '
+                      f'({n}, {classes})')
+        return
+    torch.frombuffer(mm, dtype=torch.float32, count=count,
+                     offset=out_at).view(n, c, h, w).copy_(images)
+    at = out_at + aligned(4 * count)
+    if hard:
+        torch.frombuffer(mm, dtype=torch.int64, count=n,
+                         offset=at).copy_(out_labels)
+    else:
+        torch.frombuffer(mm, dtype=torch.float32, count=n * classes,
+                         offset=at).view(n, classes).copy_(out_labels)
+    del images, out_labels
+    reply(0, 0 if hard else classes)
+
+while True:
+    (kind, seed, h, w, c, dt, mapped, out_at, count,
+     classes) = HEAD.unpack(receive(HEAD.size))
+    if mapped != size:
+        if mm is not None:
+            mm.close()
+        mm, size = mmap.mmap(mem_fd, mapped), mapped
+    if kind == 2:
+        batch_call(seed, count, c, h, w, out_at, classes)
+        continue
+    dtype, n = DTYPES[dt], h * w * c
+    x = torch.frombuffer(mm, dtype=dtype, count=n).view(h, w, c)
+    x = x.permute(2, 0, 1)
+    seed_all(seed)
     try:
         y = fn(x)
     except Exception as e:
         del x
-        at = traceback.extract_tb(e.__traceback__)[-1]
-        place = f'{os.path.basename(at.filename)}:{at.lineno} in {at.name}'
-        reply(1, text=f'{type(e).__name__}: {e} ({place})\n'
-                      f'{traceback.format_exc()}')
+        raised(e)
         continue
     del x
     if (not isinstance(y, torch.Tensor) or y.dtype != dtype
             or tuple(y.shape) != (c, h, w)):
-        got = (f'a {y.dtype} tensor of shape {tuple(y.shape)}'
-               if isinstance(y, torch.Tensor) else f'a {type(y).__name__}')
+        got = described(y)
         del y
         reply(2, text=f'returned {got}; expected a {dtype} tensor of '
                       f'shape (C, H, W) = ({c}, {h}, {w})')
@@ -385,6 +457,41 @@ caf::error python_stage_process::grow(size_t bytes) {
   return caf::none;
 }
 
+caf::expected<python_stage_process::reply_words>
+python_stage_process::exchange(const uint64_t (&head)[10], const char* what,
+                               std::string* traceback) {
+  auto name = "python(" + options_.ref + ")";
+  if (!write_all(socket_, head, sizeof(head)))
+    return died(std::string{"it was given a "} + what);
+  auto deadline = std::chrono::steady_clock::now() + options_.call_timeout;
+  reply_head reply;
+  auto got = read_all(socket_, &reply, sizeof(reply), deadline);
+  if (got == io_result::timed_out) {
+    alive_ = false; // its state is unknown: the destructor kills it
+    timed_out_ = true;
+    return make_error(errc::io_failure,
+                      name + " took longer than "
+                        + std::to_string(options_.call_timeout.count() / 1000)
+                        + " s on one " + what + "; its process (pid "
+                        + std::to_string(pid_) + ") is stopped");
+  }
+  if (got == io_result::closed)
+    return died(std::string{"it ran on a "} + what);
+  auto text = read_text(socket_, reply.text_bytes, deadline);
+  if (!text)
+    return died("it answered");
+  if (reply.status != 0) {
+    auto line_end = text->find('\n');
+    auto first = text->substr(0, line_end);
+    if (traceback)
+      *traceback = line_end == std::string::npos ? std::string{}
+                                                 : text->substr(line_end + 1);
+    return make_error(errc::io_failure,
+                      name + (reply.status == 1 ? " raised " : " ") + first);
+  }
+  return reply_words{reply.h, reply.w, reply.c};
+}
+
 caf::expected<cv::Mat> python_stage_process::call(const cv::Mat& image,
                                                   uint64_t seed,
                                                   std::string* traceback) {
@@ -407,39 +514,50 @@ caf::expected<cv::Mat> python_stage_process::call(const cv::Mat& image,
   size_t row = static_cast<size_t>(image.cols) * image.elemSize();
   for (int y = 0; y < image.rows; ++y)
     std::memcpy(map_ + static_cast<size_t>(y) * row, image.ptr(y), row);
-  uint64_t head[8] = {1, seed, h, w, c, depth == CV_8U ? 0u : 1u, mapped_,
-                      out_at};
-  if (!write_all(socket_, head, sizeof(head)))
-    return died("it was given a sample");
-  auto deadline = std::chrono::steady_clock::now() + options_.call_timeout;
-  reply_head reply;
-  auto got = read_all(socket_, &reply, sizeof(reply), deadline);
-  if (got == io_result::timed_out) {
-    alive_ = false; // its state is unknown: the destructor kills it
-    timed_out_ = true;
-    return make_error(errc::io_failure,
-                      name + " took longer than "
-                        + std::to_string(options_.call_timeout.count() / 1000)
-                        + " s on one sample; its process (pid "
-                        + std::to_string(pid_) + ") is stopped");
-  }
-  if (got == io_result::closed)
-    return died("it ran on a sample");
-  auto text = read_text(socket_, reply.text_bytes, deadline);
-  if (!text)
-    return died("it answered");
-  if (reply.status != 0) {
-    auto line_end = text->find('\n');
-    auto first = text->substr(0, line_end);
-    if (traceback)
-      *traceback = line_end == std::string::npos ? std::string{}
-                                                 : text->substr(line_end + 1);
-    return make_error(errc::io_failure,
-                      name + (reply.status == 1 ? " raised " : " ") + first);
-  }
+  uint64_t head[10] = {1, seed, h, w, c, depth == CV_8U ? 0u : 1u, mapped_,
+                       out_at, 1, 0};
+  auto reply = exchange(head, "sample", traceback);
+  if (!reply)
+    return std::move(reply.error());
   cv::Mat out(image.rows, image.cols, image.type());
   std::memcpy(out.data, map_ + out_at, bytes);
   return out;
+}
+
+caf::expected<std::vector<float>>
+python_stage_process::call_batch(const batch_view& batch, uint64_t seed,
+                                 std::string* traceback) {
+  auto name = "python(" + options_.ref + ")";
+  if (!alive_)
+    return make_error(errc::io_failure, name + ": its process has ended");
+  size_t count = batch.images_count();
+  size_t image_bytes = count * sizeof(float);
+  size_t labels_at = aligned(image_bytes);
+  size_t in_bytes = labels_at + batch.n * sizeof(int64_t);
+  size_t out_at = aligned(in_bytes);
+  size_t out_labels = std::max(batch.n * sizeof(int64_t),
+                               batch.n * size_t{batch.classes}
+                                 * sizeof(float));
+  if (auto err = grow(out_at + labels_at + out_labels))
+    return err;
+  std::memcpy(map_, batch.images, image_bytes);
+  std::memcpy(map_ + labels_at, batch.labels, batch.n * sizeof(int64_t));
+  uint64_t head[10] = {2, seed, batch.h, batch.w, batch.c, 1, mapped_,
+                       out_at, batch.n, batch.classes};
+  auto reply = exchange(head, "batch", traceback);
+  if (!reply)
+    return std::move(reply.error());
+  std::memcpy(batch.images, map_ + out_at, image_bytes);
+  std::vector<float> soft;
+  if (reply->a == 0) { // the labels as they were (or changed, but hard)
+    std::memcpy(batch.labels, map_ + out_at + labels_at,
+                batch.n * sizeof(int64_t));
+  } else {
+    soft.resize(batch.n * size_t{batch.classes});
+    std::memcpy(soft.data(), map_ + out_at + labels_at,
+                soft.size() * sizeof(float));
+  }
+  return soft;
 }
 
 python_stage_pool::python_stage_pool(python_stage_options options,
@@ -483,9 +601,9 @@ uint64_t python_stage_pool::started() const {
   return started_;
 }
 
-caf::expected<cv::Mat> python_stage_pool::call(const cv::Mat& image,
-                                               uint64_t seed,
-                                               std::string* traceback) {
+template <class Call>
+auto python_stage_pool::on_a_process(Call&& call)
+  -> decltype(call(std::declval<python_stage_process&>())) {
   caf::error last;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::unique_ptr<python_stage_process> process;
@@ -522,7 +640,7 @@ caf::expected<cv::Mat> python_stage_pool::call(const cv::Mat& image,
       }
       process = std::move(*made);
     }
-    auto out = process->call(image, seed, traceback);
+    auto out = call(*process);
     bool alive = process->alive();
     bool timed_out = process->timed_out();
     if (!alive)
@@ -540,6 +658,24 @@ caf::expected<cv::Mat> python_stage_pool::call(const cv::Mat& image,
     last = std::move(out.error()); // died in the call: once more, afresh
   }
   return last;
+}
+
+caf::expected<cv::Mat> python_stage_pool::call(const cv::Mat& image,
+                                               uint64_t seed,
+                                               std::string* traceback) {
+  return on_a_process([&](python_stage_process& process) {
+    return process.call(image, seed, traceback);
+  });
+}
+
+caf::expected<std::vector<float>>
+python_stage_pool::call_batch(const batch_view& batch, uint64_t seed,
+                              std::string* traceback) {
+  // The memory is overwritten only from the reply (after the exchange),
+  // so a process that dies mid-call leaves `batch` as it was.
+  return on_a_process([&](python_stage_process& process) {
+    return process.call_batch(batch, seed, traceback);
+  });
 }
 
 } // namespace stoker

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <caf/expected.hpp>
@@ -39,6 +40,22 @@ struct python_stage_options {
   std::chrono::milliseconds import_timeout{120'000};
   /// How long one call may take before its process is killed.
   std::chrono::milliseconds call_timeout{60'000};
+};
+
+/// A whole batch for a per-batch stage (python-batch(...)): the caller's
+/// memory, which the call overwrites with the function's result.
+struct batch_view {
+  float* images = nullptr; ///< n x c x h x w float32 (CHW per image)
+  int64_t* labels = nullptr; ///< n; overwritten when the result is hard
+  size_t n = 0;
+  size_t c = 0;
+  size_t h = 0;
+  size_t w = 0;
+  /// The width of soft labels the function may return (the dataset's
+  /// classes).
+  uint32_t classes = 0;
+
+  size_t images_count() const noexcept { return n * c * h * w; }
 };
 
 /// One interpreter process running a Python stage's function. Not shared:
@@ -68,6 +85,18 @@ public:
   caf::expected<cv::Mat> call(const cv::Mat& image, uint64_t seed,
                               std::string* traceback = nullptr);
 
+  /// The per-batch function applied to `batch` (images float32 NCHW and
+  /// int64 labels, seeded with `seed` as call() is), which returns the
+  /// pair (images, labels): the images overwrite `batch.images`; hard
+  /// labels (int64, n) overwrite `batch.labels` and an empty vector comes
+  /// back; soft ones (float32, n x classes) come back, row by row. Errors
+  /// as call()'s, a result of the wrong kind named against what was
+  /// expected.
+  caf::expected<std::vector<float>> call_batch(const batch_view& batch,
+                                               uint64_t seed,
+                                               std::string* traceback
+                                               = nullptr);
+
   /// Whether the process still answers (false once it died or timed out).
   bool alive() const noexcept { return alive_; }
 
@@ -83,6 +112,14 @@ public:
                        int socket, int memory);
 
 private:
+  struct reply_words {
+    uint64_t a = 0, b = 0, c = 0;
+  };
+  // Sends a request's head (its data is in the memory already) and reads
+  // the reply: its three words, or the error it names.
+  caf::expected<reply_words> exchange(const uint64_t (&head)[10],
+                                      const char* what,
+                                      std::string* traceback);
   caf::error grow(size_t bytes);
   caf::error died(const std::string& while_doing);
 
@@ -114,12 +151,25 @@ public:
   caf::expected<cv::Mat> call(const cv::Mat& image, uint64_t seed,
                               std::string* traceback = nullptr);
 
+  /// python_stage_process::call_batch on an idle process. Thread-safe.
+  /// `batch` is left as it was if the first process dies in the call.
+  caf::expected<std::vector<float>> call_batch(const batch_view& batch,
+                                               uint64_t seed,
+                                               std::string* traceback
+                                               = nullptr);
+
   /// Processes started so far, replacements included (tests, the report).
   uint64_t started() const;
 
   const python_stage_options& options() const noexcept { return options_; }
 
 private:
+  // Runs `call` on an idle process (started if none is idle, up to
+  // max_processes), once more on a new one if it died in the call.
+  template <class Call>
+  auto on_a_process(Call&& call)
+    -> decltype(call(std::declval<python_stage_process&>()));
+
   python_stage_options options_;
   size_t max_processes_;
   mutable std::mutex mutex_;
