@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """torchvision's reference classification recipe (ResNet-18, SGD with
 label smoothing 0.1, RandomResizedCrop, flip, TrivialAugmentWide,
-Normalize, RandomErasing(0.25)) fed by Stoker: the crop and flip in C++,
-TrivialAugmentWide and RandomErasing as Python stages in the workers'
-processes (reference_recipe.py), the training loop as it is.
+Normalize, RandomErasing(0.25), MixUp/CutMix) fed by Stoker: the crop and
+flip in C++, TrivialAugmentWide and RandomErasing as Python stages in the
+workers' processes and MixUp/CutMix on each batch (reference_recipe.py),
+the training loop as it is (its labels soft, as MixUp makes them).
 
     tools/data/make-photos /tmp/photos        # or any image folder
     PYTHONPATH=build/python /usr/bin/python3 \\
@@ -47,8 +48,10 @@ def main() -> int:
         pipeline={"source": "image-folder", "data": args.data,
                   "batch_size": args.batch_size, "epochs": args.epochs},
         worker={"count": args.workers})
-    # ImageFolder's classes: one directory each.
+    # ImageFolder's classes: one directory each; MixUp's soft labels are
+    # that wide (the stage processes read it from the environment).
     classes = sum(1 for e in os.scandir(args.data) if e.is_dir())
+    os.environ["RECIPE_NUM_CLASSES"] = str(classes)
     with loader:
         model = torchvision.models.resnet18(num_classes=classes)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1,

@@ -63,7 +63,8 @@ py::object make_batch_event_type() {
   PyStructSequence_Field fields[] = {
     {"images", "float32 (batch, channels, height, width), over the "
                "worker's buffer"},
-    {"labels", "int64 (batch,)"},
+    {"labels", "int64 (batch,), or float32 (batch, classes): a per-batch "
+               "stage's soft labels"},
     {"info", "its BatchInfo"},
     {nullptr, nullptr}};
   PyStructSequence_Desc desc{"stoker._stoker.BatchEvent",
@@ -247,12 +248,21 @@ public:
        static_cast<int64_t>(b.width)},
       [holder](void*) mutable { holder.reset(); },
       torch::TensorOptions().dtype(torch::kFloat32));
-    auto labels_holder = std::make_shared<std::vector<int64_t>>(
-      std::move(b.labels));
-    auto labels = torch::from_blob(
-      labels_holder->data(), {static_cast<int64_t>(labels_holder->size())},
-      [labels_holder](void*) mutable { labels_holder.reset(); },
-      torch::TensorOptions().dtype(torch::kInt64));
+    torch::Tensor labels;
+    if (b.soft_labels.empty()) {
+      auto held = std::make_shared<std::vector<int64_t>>(std::move(b.labels));
+      labels = torch::from_blob(
+        held->data(), {static_cast<int64_t>(held->size())},
+        [held](void*) mutable { held.reset(); },
+        torch::TensorOptions().dtype(torch::kInt64));
+    } else { // a per-batch stage's soft labels: (batch, classes) float32
+      auto held = std::make_shared<std::vector<float>>(
+        std::move(b.soft_labels));
+      labels = torch::from_blob(
+        held->data(), {n, static_cast<int64_t>(b.label_classes)},
+        [held](void*) mutable { held.reset(); },
+        torch::TensorOptions().dtype(torch::kFloat32));
+    }
     auto meta = std::make_unique<batch_meta>();
     meta->epoch = b.epoch;
     meta->batch_id = b.batch_id;

@@ -35,6 +35,17 @@ def unseeded(x):
     g = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "big"))
     return x + torch.rand(x.shape, generator=g)
 
+def mixup(x, y):  # per batch, torchvision's MixUp in a few lines
+    lam = float(torch.distributions.Beta(0.2, 0.2).sample())
+    soft = torch.nn.functional.one_hot(y, 10).float()
+    return (lam * x + (1 - lam) * x.roll(1, 0),
+            lam * soft + (1 - lam) * soft.roll(1, 0))
+
+def batch_boom(x, y):
+    if int(y[0]) == 3:
+        raise RuntimeError("a batch starting with label 3")
+    return x, y
+
 def slow(x):
     # Says the run is under way (the test kills a stage process then).
     open(os.path.join(os.path.dirname(__file__), "running"), "a").close()
@@ -401,8 +412,91 @@ def test_the_reference_recipe_example_trains_with_its_python_stages(
     assert "epoch 0 step 2 loss" in out, out
     assert "2 steps; stages per sample:" in out, out
     for stage in ("python(reference_recipe:trivial_wide)",
-                  "python(reference_recipe:random_erasing)"):
+                  "python(reference_recipe:random_erasing)",
+                  "python-batch(reference_recipe:mixup_cutmix)"):
         assert stage in out, out
+
+
+def batch_stage_args(tmp_path, fn, *extra, device="sim"):
+    args, report = node_args(tmp_path, fn, "--pipeline.num-classes=10",
+                             "--trainer.device=" + device, *extra)
+    for i, a in enumerate(args):
+        if a.startswith("--pipeline.transforms="):
+            args[i] = ("--pipeline.transforms=[\"horizontal-flip\", "
+                       "\"to-tensor\", \"python-batch(stage_fns:%s)\"]"
+                       % fn)
+    return args, report
+
+
+def test_a_batch_stage_mixes_each_batch_once_with_soft_labels(tmp_path):
+    # stoker-node's workers (2, each with its stage process) run MixUp on
+    # every batch before it leaves: 2 epochs, every sample once; the C++
+    # trainer (a real torch model on the CPU) trains on the soft labels.
+    args, report = batch_stage_args(
+        tmp_path, "mixup", "--trainer.model=cnn", device="cpu")
+    done = run_node(args, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    r = json.loads(report.read_text())
+    assert r["status"] == "ok", r
+    assert r["samples_delivered"] == 1024
+    assert r["missing"] == 0 and r["duplicates"] == 0
+    assert r["rejected_batches"] == 0, r
+    stages = {s["stage"]: s for s in r["stages"]}
+    assert stages["python-batch(stage_fns:mixup)"]["samples"] == 1024
+    assert r["train_loss"] == r["train_loss"], r  # measured, not NaN
+
+
+def test_a_batch_stage_that_raises_skips_that_batch_counted(tmp_path):
+    args, report = batch_stage_args(tmp_path, "batch_boom",
+                                    "--pipeline.max-failed-share=0.5")
+    done = run_node(args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    r = json.loads(report.read_text())
+    # Batches of 32 in id order: those starting at a multiple of 32 with
+    # label id % 10 == 3 fail whole (ids 0, 32, ...: 3 of them, 96, ...).
+    [stage] = r["skipped_sources"]
+    assert stage["source"] == "transform python-batch(stage_fns:batch_boom)"
+    assert "raised RuntimeError: a batch starting with label 3" \
+        in stage["reason"]
+    assert stage["samples"] % 32 == 0 and stage["samples"] > 0, stage
+    assert r["samples_delivered"] + stage["samples"] == 1024
+    assert r["missing"] == 0 and r["duplicates"] == 0
+
+
+def test_the_loader_yields_soft_labels_and_the_same_bits_on_any_worker(
+        tmp_path, monkeypatch):
+    import importlib
+    import stoker
+    (tmp_path / "stage_fns.py").write_text(STAGE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    stage_fns = importlib.import_module("stage_fns")
+    made = {}
+    for workers in (1, 2):
+        loader = stoker.DataLoader(
+            transforms=["to-tensor", "python-batch(stage_fns:mixup)"],
+            pipeline={"height": 16, "width": 16, "dataset_size": 128,
+                      "batch_size": 16, "epochs": 1, "seed": 3,
+                      "num_classes": 10},
+            python={"path": [str(tmp_path)]},
+            worker={"count": workers})
+        batches = {}
+        for x, y in loader:
+            assert y.dtype == torch_float32() and tuple(y.shape) == (16, 10)
+            assert (y.sum(1) - 1).abs().max().item() < 1e-5
+            batches[loader.last_batch.batch_id] = (x.clone(), y.clone())
+        loader.close()
+        assert loader.report["status"] == "ok", loader.report
+        made[workers] = batches
+    assert sorted(made[1]) == sorted(made[2]) and len(made[1]) == 8
+    for batch_id, (x, y) in made[1].items():
+        assert x.equal(made[2][batch_id][0]), batch_id
+        assert y.equal(made[2][batch_id][1]), batch_id
+    del stage_fns
+
+
+def torch_float32():
+    import torch
+    return torch.float32
 
 
 TRAINER_LOOP = """

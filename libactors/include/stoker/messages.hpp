@@ -108,6 +108,11 @@ struct image_batch {
   /// (dataset::source_of).
   std::vector<std::string> skipped_sources;
   batch_slot slot; ///< the work item's: which trainer, and when
+  /// Soft labels a per-batch stage made (python-batch: MixUp, CutMix):
+  /// size() rows of `label_classes` float32, each image's; empty: the
+  /// labels are hard. `labels` stay each sample's own either way.
+  std::vector<float> soft_labels;
+  uint32_t label_classes = 0;
   /// The images are known to match `checksums` in this process: taken as
   /// this process's own worker wrote them (set when it hands the batch to a
   /// trainer as a CAF message), or compared image by image as the batch
@@ -374,7 +379,8 @@ typename Inspector::result_type inspect(Inspector& f, image_batch& x) {
   return f(caf::meta::type_name("image_batch"), x.epoch, x.batch_id,
            x.sample_ids, x.labels, x.type, x.order, x.height, x.width,
            x.channels, x.data, x.checksums, x.producer, x.part,
-           x.skipped_ids, x.skipped_names, x.skipped_sources, x.slot);
+           x.skipped_ids, x.skipped_names, x.skipped_sources, x.slot,
+           x.soft_labels, x.label_classes);
 }
 
 template <class Inspector>

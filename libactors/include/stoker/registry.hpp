@@ -74,6 +74,10 @@ struct transform_def {
   /// (entry_spec::ref; only python does): required then, refused
   /// otherwise.
   bool takes_ref = false;
+  /// Whether it runs on the whole batch once its samples are made
+  /// (python-batch: MixUp, CutMix), not on each sample: last in the chain
+  /// (check_chain), and `apply` is not called.
+  bool per_batch = false;
   /// Which implementation this is ("2", a date, a commit): the head's
   /// pipeline records it, and a node whose entry of that name has another
   /// version refuses to join. Change it when the entry's output changes.

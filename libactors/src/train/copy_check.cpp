@@ -1,5 +1,6 @@
 #include "train/copy_check.hpp"
 
+#include <cstring>
 #include <vector>
 
 #include "core/checksum.hpp"
@@ -16,6 +17,12 @@ uint64_t copy_check::digest_of(const image_batch& batch) noexcept {
   words.push_back(batch.labels.size());
   for (auto label : batch.labels)
     words.push_back(static_cast<uint64_t>(label));
+  words.push_back(batch.soft_labels.size());
+  for (auto p : batch.soft_labels) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &p, sizeof(bits));
+    words.push_back(bits);
+  }
   return checksum64(words.data(), words.size() * sizeof(uint64_t));
 }
 

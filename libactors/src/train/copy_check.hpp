@@ -34,8 +34,8 @@ public:
   std::optional<bool> same(const image_batch& copy,
                            std::string* first_producer = nullptr) const;
 
-  /// The digest compared: the images' checksums, the sample ids and the
-  /// labels, in order.
+  /// The digest compared: the images' checksums, the sample ids, the
+  /// labels and the soft labels' bits, in order.
   static uint64_t digest_of(const image_batch& batch) noexcept;
 
 private:

@@ -68,8 +68,15 @@ public:
     auto images = torch::from_blob(const_cast<char*>(b.data.data()),
                                    {n, b.channels, b.height, b.width},
                                    torch::kFloat32);
-    auto labels = torch::from_blob(const_cast<int64_t*>(b.labels.data()), {n},
-                                   torch::kInt64);
+    // Soft labels (a per-batch stage's MixUp) are the loss's class
+    // probabilities, as torch's cross_entropy takes them.
+    auto labels = b.soft_labels.empty()
+                    ? torch::from_blob(const_cast<int64_t*>(b.labels.data()),
+                                       {n}, torch::kInt64)
+                    : torch::from_blob(const_cast<float*>(
+                                         b.soft_labels.data()),
+                                       {n, int64_t{b.label_classes}},
+                                       torch::kFloat32);
     if (device_.is_cpu())
       return {images, labels};
     return {images.pin_memory().to(device_, /*non_blocking=*/true),
@@ -89,7 +96,10 @@ public:
       model_.ptr()->train();
       eval_result out;
       out.correct = static_cast<uint64_t>(
-        logits.argmax(1).eq(labels).sum().item<int64_t>());
+        logits.argmax(1)
+          .eq(labels.dim() == 2 ? labels.argmax(1) : labels)
+          .sum()
+          .item<int64_t>());
       out.loss_sum = torch::nn::functional::cross_entropy(
                        logits, labels,
                        torch::nn::functional::CrossEntropyFuncOptions()

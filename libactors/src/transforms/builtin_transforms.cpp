@@ -312,6 +312,24 @@ void add_builtin_transforms(registry& reg) {
   };
   python.eval = dropped_in_eval; // an augmentation, as flips and blurs
   must_add(reg.add(std::move(python)));
+
+  // The user's function on the whole batch (images float32 NCHW and the
+  // labels), after every per-sample entry: MixUp, CutMix.
+  auto batch = define("python-batch", 0, 0, "python-batch(MODULE:CALLABLE)");
+  batch.takes_ref = true;
+  batch.per_batch = true;
+  batch.check = [](const entry_spec& t, chain_state& st) {
+    if (st.encoded)
+      return transform_error(t, "expected decoded pixels: put it after "
+                                "decode");
+    return caf::error{}; // the batch's shape stays (checked per call)
+  };
+  batch.apply = [](const entry_spec& t, sample_input&, const counter_rng&) {
+    return make_error(errc::io_failure,
+                      t.text + " runs on a whole batch, not on a sample");
+  };
+  batch.eval = dropped_in_eval;
+  must_add(reg.add(std::move(batch)));
 }
 
 } // namespace stoker::detail

@@ -309,7 +309,7 @@ python_stage_process::python_stage_process(private_tag,
 
 caf::expected<std::unique_ptr<python_stage_process>>
 python_stage_process::start(const python_stage_options& options) {
-  auto name = "python(" + options.ref + ")";
+  auto name = options.entry_text();
   auto failed = [&](const std::string& what) {
     return make_error(errc::io_failure, name + ": " + what + ": "
                                           + std::strerror(errno));
@@ -428,7 +428,7 @@ caf::error python_stage_process::died(const std::string& while_doing) {
     pid_ = -1; // reaped: the destructor leaves it alone
   }
   return make_error(errc::io_failure,
-                    "python(" + options_.ref + ")'s process (pid "
+                    options_.entry_text() + "'s process (pid "
                       + std::to_string(pid) + ") " + how + " while "
                       + while_doing);
 }
@@ -443,14 +443,14 @@ caf::error python_stage_process::grow(size_t bytes) {
   mapped_ = 0;
   if (::ftruncate(memory_, static_cast<off_t>(size)) != 0)
     return make_error(errc::io_failure,
-                      "python(" + options_.ref + "): cannot size its shared "
+                      options_.entry_text() + ": cannot size its shared "
                         + "memory to " + std::to_string(size) + " bytes: "
                         + std::strerror(errno));
   void* at = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED,
                     memory_, 0);
   if (at == MAP_FAILED)
     return make_error(errc::io_failure,
-                      "python(" + options_.ref + "): cannot map its shared "
+                      options_.entry_text() + ": cannot map its shared "
                         + "memory: " + std::strerror(errno));
   map_ = static_cast<unsigned char*>(at);
   mapped_ = size;
@@ -460,7 +460,7 @@ caf::error python_stage_process::grow(size_t bytes) {
 caf::expected<python_stage_process::reply_words>
 python_stage_process::exchange(const uint64_t (&head)[10], const char* what,
                                std::string* traceback) {
-  auto name = "python(" + options_.ref + ")";
+  auto name = options_.entry_text();
   if (!write_all(socket_, head, sizeof(head)))
     return died(std::string{"it was given a "} + what);
   auto deadline = std::chrono::steady_clock::now() + options_.call_timeout;
@@ -495,7 +495,7 @@ python_stage_process::exchange(const uint64_t (&head)[10], const char* what,
 caf::expected<cv::Mat> python_stage_process::call(const cv::Mat& image,
                                                   uint64_t seed,
                                                   std::string* traceback) {
-  auto name = "python(" + options_.ref + ")";
+  auto name = options_.entry_text();
   if (!alive_)
     return make_error(errc::io_failure, name + ": its process has ended");
   int depth = image.depth();
@@ -527,7 +527,7 @@ caf::expected<cv::Mat> python_stage_process::call(const cv::Mat& image,
 caf::expected<std::vector<float>>
 python_stage_process::call_batch(const batch_view& batch, uint64_t seed,
                                  std::string* traceback) {
-  auto name = "python(" + options_.ref + ")";
+  auto name = options_.entry_text();
   if (!alive_)
     return make_error(errc::io_failure, name + ": its process has ended");
   size_t count = batch.images_count();
@@ -614,7 +614,7 @@ auto python_stage_pool::on_a_process(Call&& call)
       while (idle_.empty() && running_ >= max_processes_)
         if (idle_cv_.wait_until(lock, deadline) == std::cv_status::timeout)
           return make_error(errc::io_failure,
-                            "python(" + options_.ref + "): no process of "
+                            options_.entry_text() + ": no process of "
                               + "the stage was free within "
                               + std::to_string(std::chrono::duration_cast<
                                                  std::chrono::seconds>(

@@ -31,6 +31,9 @@ namespace stoker {
 struct python_stage_options {
   /// "module:callable" (a dotted attribute path after the colon).
   std::string ref;
+  /// The chain's entry, as messages name it: "python(REF)" when empty,
+  /// or "python-batch(REF)".
+  std::string entry;
   /// The interpreter (python.executable): one with torch, as the function
   /// needs.
   std::string executable = "/usr/bin/python3";
@@ -40,6 +43,10 @@ struct python_stage_options {
   std::chrono::milliseconds import_timeout{120'000};
   /// How long one call may take before its process is killed.
   std::chrono::milliseconds call_timeout{60'000};
+
+  std::string entry_text() const {
+    return entry.empty() ? "python(" + ref + ")" : entry;
+  }
 };
 
 /// A whole batch for a per-batch stage (python-batch(...)): the caller's

@@ -41,6 +41,10 @@ caf::expected<image_shape> check_chain(const std::vector<transform_spec>& chain,
     if (auto err = reg.check_transform(t, "pipeline.transforms"))
       return err;
     auto& def = *reg.transform(t.name);
+    if (def.per_batch && &t != &chain.back())
+      return transform_error(t, "runs on the whole batch once its samples "
+                                "are made: expected it last in "
+                                "pipeline.transforms");
     if (st.encoded && !def.takes_files)
       return transform_error(t, "the source gives image files; expected "
                                 "\"decode\" as the first transform");
@@ -113,6 +117,11 @@ transform_chain::bind(const std::vector<transform_spec>& chain,
   for (auto& t : chain) {
     if (auto err = reg.check_transform(t, "pipeline.transforms"))
       return err;
+    if (reg.transform(t.name)->per_batch) { // last (check_chain)
+      out.batch_entry_ = t;
+      out.batch_index_ = out.specs_.size();
+      continue;
+    }
     out.specs_.push_back(t);
     out.defs_.push_back(*reg.transform(t.name));
   }
@@ -141,12 +150,64 @@ transform_chain::bind(const std::vector<transform_spec>& chain,
     for (size_t e = 0; e < k; ++e)
       out.fused_name_ += (e ? " + " : "") + chain[e].text;
   }
-  if (python)
+  if (python) {
     for (size_t k = 0; k < out.specs_.size(); ++k)
       if (out.defs_[k].takes_ref)
         if (auto err = out.bind_python(k, *python))
           return err;
+    if (out.has_batch_entry()) {
+      python_stage_options options;
+      options.ref = out.batch_entry_.ref;
+      options.entry = "python-batch(" + out.batch_entry_.ref + ")";
+      options.executable = python->spec.executable;
+      options.path = python->spec.path;
+      out.batch_pool_ = std::make_shared<python_stage_pool>(
+        std::move(options), python->processes);
+      if (auto err = out.batch_pool_->prime())
+        return err;
+      out.batch_told_ = std::make_shared<std::atomic<bool>>(false);
+      out.log_ = python->log;
+    }
+  }
   return out;
+}
+
+caf::error transform_chain::apply_batch(image_batch& batch, uint64_t seed,
+                                        uint32_t classes,
+                                        chain_tally* tally) const {
+  if (!has_batch_entry() || batch.size() == 0)
+    return caf::none;
+  if (!batch_pool_)
+    return make_error(errc::transform_failure,
+                      batch_entry_.text + " runs only in a chain bound with "
+                                          "a node's python settings (a "
+                                          "worker's)");
+  auto t0 = std::chrono::steady_clock::now();
+  auto words = rng_for(draw_key{seed, batch.epoch, batch.sample_ids.front()},
+                       batch_index_)
+                 .block(0);
+  batch_view view{batch.image(0), batch.labels.data(), batch.size(),
+                  batch.channels, batch.height, batch.width, classes};
+  std::string traceback;
+  auto soft = batch_pool_->call_batch(
+    view, python_stage_seed(words[0], words[1]), &traceback);
+  if (!soft) {
+    while (!traceback.empty() && traceback.back() == '\n')
+      traceback.pop_back();
+    if (log_ && !traceback.empty() && !batch_told_->exchange(true))
+      log_->say(log_level::warning,
+                batch_entry_.text + ": the first exception's traceback "
+                  "(later ones are counted in the report, not logged):\n"
+                  + traceback);
+    return make_error(errc::transform_failure, describe(soft.error()));
+  }
+  batch.label_classes = soft->empty() ? 0 : classes;
+  batch.soft_labels = std::move(*soft);
+  batch.checksums.clear();
+  if (tally)
+    add_stage_time(tally->stages, batch_entry_.text, batch.size(),
+                   elapsed_ns(t0));
+  return caf::none;
 }
 
 caf::error transform_chain::bind_python(size_t k,

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,8 @@
 #include "kernels/image_ops.hpp"
 
 namespace stoker {
+
+class python_stage_pool;
 
 /// Checks a chain against `reg` (known names and argument counts, each
 /// transform's own checks, a decoding transform first when the source
@@ -95,6 +98,22 @@ public:
                                       float* chw,
                                       chain_tally* tally = nullptr) const;
 
+  /// Runs the chain's per-batch entry (python-batch(...), bound with a
+  /// node's python settings) on `batch`, float32 CHW images of samples
+  /// that came out of apply_planes(): the images are replaced, the labels
+  /// too if the function changed them, and soft labels (`classes` wide)
+  /// set if it returned them; the checksums are cleared (the worker stamps
+  /// them again). Its generator is the batch's first sample's (`seed`,
+  /// its epoch) at the entry's place, so any worker, and a hedged copy,
+  /// draws the same. errc::transform_failure naming the entry and the
+  /// function's error: the batch is left as it was. Nothing to do without
+  /// such an entry or samples. `tally` times it as a stage.
+  caf::error apply_batch(image_batch& batch, uint64_t seed, uint32_t classes,
+                         chain_tally* tally = nullptr) const;
+
+  /// Whether the chain ends with a per-batch entry.
+  bool has_batch_entry() const noexcept { return !batch_entry_.name.empty(); }
+
   bool empty() const noexcept { return specs_.empty(); }
 
   /// How many entries at the start run fused on a JPEG: decode and the
@@ -111,6 +130,14 @@ private:
   // false for a file it does not take.
   caf::expected<bool> apply_fused(sample_input& input, const draw_key& key,
                                   chain_tally* tally, float* chw) const;
+
+  // The per-batch entry taken off the end of the chain (python-batch), its
+  // place in the chain (its generator's), and its processes.
+  transform_spec batch_entry_;
+  size_t batch_index_ = 0;
+  std::shared_ptr<python_stage_pool> batch_pool_;
+  std::shared_ptr<std::atomic<bool>> batch_told_; // its first traceback
+  std::shared_ptr<const log_sink> log_;
 
   std::vector<transform_spec> specs_;
   std::vector<transform_def> defs_;

@@ -58,6 +58,19 @@ caf::error check_batch(const image_batch& b, const batch_expectation& e) {
                     + std::to_string(b.checksums.size())
                     + " checksums, expected "
                     + std::to_string(b.size()) + " of each");
+  if (!b.soft_labels.empty()) {
+    if (b.label_classes != e.num_classes
+        || b.soft_labels.size() != b.size() * size_t{b.label_classes})
+      return bad(b, std::to_string(b.soft_labels.size())
+                      + " soft labels in rows of "
+                      + std::to_string(b.label_classes) + ", expected "
+                      + std::to_string(b.size()) + " rows of "
+                      + std::to_string(e.num_classes) + " (the classes)");
+    for (auto p : b.soft_labels)
+      if (!(p >= 0.0f && p <= 1.0f))
+        return bad(b, "a soft label of " + std::to_string(p)
+                        + ", expected a probability from 0 to 1");
+  }
   if (b.epoch >= e.epochs)
     return bad(b, "epoch " + std::to_string(b.epoch) + ", expected below "
                     + std::to_string(e.epochs));

@@ -118,6 +118,9 @@ void encode_frame_head(const image_batch& batch, std::vector<char>& out) {
       out.insert(out.end(), text.begin(), text.end());
     }
   }
+  put(out, batch.label_classes);
+  put(out, static_cast<uint32_t>(batch.soft_labels.size()));
+  put_all(out, batch.soft_labels);
   // The prefix last, now that the header's size is known.
   auto header = static_cast<uint32_t>(out.size() - frame_prefix_bytes);
   auto data = static_cast<uint64_t>(batch.data.size());
@@ -220,6 +223,9 @@ caf::error decode_frame_header(const char* header, uint32_t header_bytes,
       if (!in.get(name) || !in.get_string(text, name))
         return truncated(what);
   }
+  if (!in.get(batch.label_classes) || !in.get(count)
+      || !in.get_all(batch.soft_labels, count))
+    return truncated("soft_labels");
   if (in.left() != 0)
     return bad_frame(std::to_string(in.left())
                      + " stray bytes after the header's last field");

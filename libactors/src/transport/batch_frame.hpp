@@ -27,11 +27,13 @@ struct frame_prefix {
 };
 
 constexpr uint32_t frame_magic = 0x424b5453; // "STKB" in memory order
-/// 3: the batch's slot (rank, seq); 4: the skipped samples' sources.
-constexpr uint16_t frame_version = 4;
+/// 3: the batch's slot (rank, seq); 4: the skipped samples' sources; 5:
+/// soft labels (a per-batch stage's).
+constexpr uint16_t frame_version = 5;
 constexpr size_t frame_prefix_bytes = 20;
-/// No header is this big: 64 Ki samples with three 8-byte fields each.
-constexpr uint32_t max_frame_header_bytes = 2u << 20;
+/// No header is this big: 64 Ki samples with three 8-byte fields each, or
+/// a batch of 4 Ki with soft labels over 1,000 classes.
+constexpr uint32_t max_frame_header_bytes = 32u << 20;
 
 /// Writes the prefix and header of `batch` into `out` (replacing its
 /// contents); the frame's data is `batch.data`.

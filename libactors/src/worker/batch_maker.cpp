@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "stoker/errors.hpp"
 #include "data/resolve.hpp"
 #include "data/sample_mapper.hpp"
 #include "data/synthetic_mapper.hpp"
@@ -127,17 +128,43 @@ image_batch batch_maker::fused(const work_item& item, double slowdown,
   return batch;
 }
 
+namespace {
+
+// A per-batch stage's failure (`why`, its entry first) skips the batch's
+// samples, each counted against the stage as a per-sample one is.
+void skip_all(image_batch& batch, const std::string& why) {
+  auto source = transform_failure_source(why);
+  for (auto id : batch.sample_ids) {
+    batch.skipped_ids.push_back(id);
+    batch.skipped_names.push_back(why);
+    batch.skipped_sources.push_back(source);
+  }
+  batch.sample_ids.clear();
+  batch.labels.clear();
+  batch.checksums.clear();
+  batch.soft_labels.clear();
+  batch.label_classes = 0;
+  batch.data.clear();
+}
+
+} // namespace
+
 image_batch batch_maker::chain(const work_item& item, double slowdown,
                                batch_resources& own) const {
   bool test = item.part == split::test;
   if (test && !test_)
     throw std::runtime_error("a test item, but this worker has no test "
                              "split open");
+  auto& chain = test ? test_chain_ : train_chain_;
   auto make = [&](chain_tally* tally) {
-    return map_samples(test ? *test_ : *train_,
-                       test ? test_chain_ : train_chain_,
-                       pipeline_.data.output, pipeline_.data.seed, item,
-                       buffer_for(float_bytes(item), own), tally);
+    auto batch = map_samples(test ? *test_ : *train_, chain,
+                             pipeline_.data.output, pipeline_.data.seed, item,
+                             buffer_for(float_bytes(item), own), tally);
+    auto err = chain.apply_batch(batch, pipeline_.data.seed,
+                                 pipeline_.data.num_classes, tally);
+    if (err) // the per-batch stage failed: every sample of it is skipped
+      skip_all(batch, describe(err));
+    return batch;
   };
   for (double extra = slowdown - 1.0; extra >= 1.0; extra -= 1.0) {
     // worker.slowdown: the same work again, thrown away
