@@ -120,6 +120,21 @@ BOOST_AUTO_TEST_CASE(entries_parse_into_names_and_numbers) {
                  "'my_aug:fn' is not a number; usage: resize("));
 }
 
+BOOST_AUTO_TEST_CASE(a_per_batch_stage_comes_last_and_keeps_the_shape) {
+  auto out = check_chain(chain_of({"to-tensor", "python-batch(mix:up)"}),
+                         {28, 28, 1}, false, builtins);
+  BOOST_REQUIRE(out);
+  BOOST_TEST(out->height == 28u);
+  BOOST_TEST(has(chain_error({"python-batch(mix:up)", "to-tensor"},
+                             {28, 28, 1}),
+                 "expected it last in pipeline.transforms"));
+  // Dropped from the evaluation chain, as an augmentation.
+  auto eval = eval_chain_of(chain_of({"to-tensor", "python-batch(mix:up)"}),
+                            builtins);
+  BOOST_REQUIRE_EQUAL(eval.size(), 1u);
+  BOOST_TEST(eval[0].name == "to-tensor");
+}
+
 BOOST_AUTO_TEST_CASE(a_chain_says_what_shape_comes_out) {
   auto out = check_chain(chain_of({"random-crop(28, 4)", "horizontal-flip",
                                    "to-tensor", "normalize(0.28, 0.35)"}),

@@ -22,6 +22,37 @@ uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
       .count());
 }
 
+// A Python entry's processes, started (primed) now: its import's error
+// before any sample.
+caf::expected<std::shared_ptr<python_stage_pool>>
+stage_pool(const std::string& ref, std::string entry,
+           const python_binding& python) {
+  python_stage_options options;
+  options.ref = ref;
+  options.entry = std::move(entry);
+  options.executable = python.spec.executable;
+  options.path = python.spec.path;
+  auto pool = std::make_shared<python_stage_pool>(std::move(options),
+                                                  python.processes);
+  if (auto err = pool->prime())
+    return err;
+  return pool;
+}
+
+// A Python entry's failed call: the first exception's whole traceback goes
+// to the log, once per entry (`told`); each is counted in the report.
+void tell_first_traceback(const std::shared_ptr<const log_sink>& log,
+                          std::atomic<bool>& told, const std::string& entry,
+                          std::string traceback) {
+  while (!traceback.empty() && traceback.back() == '\n')
+    traceback.pop_back();
+  if (log && !traceback.empty() && !told.exchange(true))
+    log->say(log_level::warning,
+             entry + ": the first exception's traceback (later ones are "
+                     "counted in the report, not logged):\n"
+               + traceback);
+}
+
 counter_rng rng_for(const draw_key& key, size_t entry) {
   return counter_rng{{key.seed, key.epoch, key.sample,
                       static_cast<rng_stage>(
@@ -156,15 +187,12 @@ transform_chain::bind(const std::vector<transform_spec>& chain,
         if (auto err = out.bind_python(k, *python))
           return err;
     if (out.has_batch_entry()) {
-      python_stage_options options;
-      options.ref = out.batch_entry_.ref;
-      options.entry = "python-batch(" + out.batch_entry_.ref + ")";
-      options.executable = python->spec.executable;
-      options.path = python->spec.path;
-      out.batch_pool_ = std::make_shared<python_stage_pool>(
-        std::move(options), python->processes);
-      if (auto err = out.batch_pool_->prime())
-        return err;
+      auto pool = stage_pool(out.batch_entry_.ref,
+                             "python-batch(" + out.batch_entry_.ref + ")",
+                             *python);
+      if (!pool)
+        return std::move(pool.error());
+      out.batch_pool_ = std::move(*pool);
       out.batch_told_ = std::make_shared<std::atomic<bool>>(false);
       out.log_ = python->log;
     }
@@ -192,13 +220,8 @@ caf::error transform_chain::apply_batch(image_batch& batch, uint64_t seed,
   auto soft = batch_pool_->call_batch(
     view, python_stage_seed(words[0], words[1]), &traceback);
   if (!soft) {
-    while (!traceback.empty() && traceback.back() == '\n')
-      traceback.pop_back();
-    if (log_ && !traceback.empty() && !batch_told_->exchange(true))
-      log_->say(log_level::warning,
-                batch_entry_.text + ": the first exception's traceback "
-                  "(later ones are counted in the report, not logged):\n"
-                  + traceback);
+    tell_first_traceback(log_, *batch_told_, batch_entry_.text,
+                         std::move(traceback));
     return make_error(errc::transform_failure, describe(soft.error()));
   }
   batch.label_classes = soft->empty() ? 0 : classes;
@@ -212,14 +235,10 @@ caf::error transform_chain::apply_batch(image_batch& batch, uint64_t seed,
 
 caf::error transform_chain::bind_python(size_t k,
                                         const python_binding& python) {
-  python_stage_options options;
-  options.ref = specs_[k].ref;
-  options.executable = python.spec.executable;
-  options.path = python.spec.path;
-  auto pool = std::make_shared<python_stage_pool>(std::move(options),
-                                                  python.processes);
-  if (auto err = pool->prime())
-    return err;
+  auto primed = stage_pool(specs_[k].ref, {}, python);
+  if (!primed)
+    return std::move(primed.error());
+  auto pool = std::move(*primed);
   // Right after a fused crop without to-tensor the pixels come as the
   // pass's [0, 1] floats; the function is promised the bytes the unfused
   // chain has there.
@@ -241,12 +260,7 @@ caf::error transform_chain::bind_python(size_t k,
     auto made = pool->call(in, python_stage_seed(words[0], words[1]),
                            &traceback);
     if (!made) { // the sample fails, not the worker
-      while (!traceback.empty() && traceback.back() == '\n')
-        traceback.pop_back();
-      if (log && !traceback.empty() && !told->exchange(true))
-        log->say(log_level::warning,
-                 entry + ": the first exception's traceback (later ones are "
-                   "counted in the report, not logged):\n" + traceback);
+      tell_first_traceback(log, *told, entry, std::move(traceback));
       return make_error(errc::transform_failure, describe(made.error()));
     }
     s.pixels = std::move(*made);
