@@ -31,7 +31,8 @@ void keep_freed_memory() noexcept;
 constexpr uint64_t warmup_batches = 3;
 
 /// The calling process's CPU time (user + system, every thread) since the
-/// library was loaded, seconds; 0 if the system cannot say. Measured over
+/// library was loaded, its child processes' included (a Python stage's
+/// interpreters, live or ended), seconds; 0 if the system cannot say. Measured over
 /// the same span as process_wall_seconds, so their ratio is the share of
 /// one core the process used.
 double process_cpu_seconds() noexcept;
