@@ -402,6 +402,34 @@ BOOST_AUTO_TEST_CASE(decode_gives_rgb_and_refuses_junk) {
   BOOST_TEST(is(r.error(), errc::io_failure));
 }
 
+BOOST_AUTO_TEST_CASE(decode_of_a_jpeg_is_opencvs_pixels_through_libjpeg_turbo) {
+  // A JPEG goes through libjpeg-turbo straight to RGB (the fused start's
+  // decoder, whole): the same pixels as OpenCV's decoder turned to RGB,
+  // 4:2:0 chroma and odd sizes included; gray as OpenCV's gray.
+  std::mt19937 gen{11};
+  cv::Mat noise(37, 53, CV_8UC3);
+  for (auto it = noise.begin<cv::Vec3b>(); it != noise.end<cv::Vec3b>(); ++it)
+    for (int k = 0; k < 3; ++k)
+      (*it)[k] = static_cast<uchar>(gen() % 256);
+  std::vector<uchar> jpeg;
+  BOOST_REQUIRE(cv::imencode(".jpg", noise, jpeg, {cv::IMWRITE_JPEG_QUALITY,
+                                                   85}));
+  std::vector<char> bytes(jpeg.begin(), jpeg.end());
+  for (bool gray : {false, true}) {
+    auto decoded = apply_chain(chain_of({gray ? "decode(1)" : "decode"}),
+                               sample_input{bytes, {}}, draw_key{}, builtins);
+    BOOST_REQUIRE(decoded);
+    auto want = decode_image(bytes, gray); // OpenCV's, as RGB
+    cv::Mat want_float;
+    want.convertTo(want_float, CV_32F, 1.0 / 255);
+    BOOST_REQUIRE_EQUAL(decoded->rows, 37);
+    BOOST_REQUIRE_EQUAL(decoded->cols, 53);
+    BOOST_REQUIRE_EQUAL(decoded->channels(), gray ? 1 : 3);
+    BOOST_TEST(cv::norm(*decoded, want_float, cv::NORM_INF) == 0.0,
+               (gray ? "gray" : "rgb"));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_chain_is_a_pure_function_of_seed_epoch_and_sample) {
   auto chain = chain_of({"random-crop(6, 2)", "horizontal-flip", "to-tensor",
                          "gaussian-blur(3, 0.5, 1.5, 2)",
