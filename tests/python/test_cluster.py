@@ -116,6 +116,40 @@ def test_a_killed_python_trainer_ends_the_run_naming_it(cluster_dir):
         c.stop()
 
 
+NO_CLOSE = """
+import stoker, sys
+t = stoker.Trainer(head=sys.argv[1], name=sys.argv[2])
+for x, y in t:
+    pass
+# no t.close(): the script ends with its loop's last batch unacknowledged
+"""
+
+
+def test_a_python_trainer_that_ends_without_close_fails_the_run_in_time(
+        cluster_dir):
+    # Its process leaves as its script ends; the head, asking it for the
+    # report, waited without a deadline (it hung past 120 s), or said only
+    # "the actor asked is gone".
+    c = Cluster(cluster_dir, [
+        "--cluster.nodes=[\"t-0:trainer\", \"w-a:worker:1\"]",
+        "--pipeline.height=32", "--pipeline.width=32",
+        "--pipeline.batch-size=16", "--pipeline.dataset-size=800",
+        "--pipeline.epochs=1"])
+    try:
+        c.start("t-0", [sys.executable, "-c", NO_CLOSE, c.head, "t-0"])
+        c.worker("w-a")
+        started = time.monotonic()
+        assert c.wait("head", 60) == 1, c.log("head")
+        assert time.monotonic() - started < 30, c.log("head")
+        assert "run failed: trainer rank 0 on node 't-0'" in c.log("head")
+        assert "the actor asked is gone" not in c.log("head")
+        code = c.wait("t-0", 30)
+        assert code is not None and code >= 0, (code, c.log("t-0"))
+        assert c.wait("w-a", 30) is not None, c.log("w-a")
+    finally:
+        c.stop()
+
+
 NO_HEAD = """
 import socket, stoker, sys, time
 import logging

@@ -13,6 +13,9 @@ namespace stoker {
 
 namespace {
 
+// How long the report waits for each trainer's counters.
+constexpr auto report_wait = std::chrono::seconds(10);
+
 // Every worker's counters that arrive within `wait`, asked all at once: a
 // worker the router lost (dead, or hung) or one still busy on an item has
 // none to give in time; the report names the lost under lost_workers.
@@ -39,10 +42,32 @@ collect_report(caf::scoped_actor& self, const router_summary& summary,
                const node_usage& own) {
   caf::error failure;
   std::vector<trainer_stats> tstats;
-  for (auto& t : trainers)
-    self->request(t, caf::infinite, stats_atom::value)
+  for (size_t rank = 0; rank < trainers.size(); ++rank) {
+    auto& t = trainers[rank];
+    // A trainer gone by now (a Python trainer whose script ended without
+    // close() leaves as soon as its loop is done), or one that cannot
+    // answer: named, within a deadline.
+    auto node = rank < summary.ranks.size() ? summary.ranks[rank].node
+                                            : std::string{};
+    auto who = "trainer rank " + std::to_string(rank)
+               + (node.empty() ? "" : " on node '" + node + "'");
+    self->request(t, report_wait, stats_atom::value)
       .receive([&](trainer_stats& s) { tstats.push_back(std::move(s)); },
-               [&](caf::error& err) { failure = std::move(err); });
+               [&](caf::error& err) {
+                 if (failure)
+                   return;
+                 auto gone = err == caf::sec::request_receiver_down;
+                 failure = make_error(
+                   errc::run_failure,
+                   who
+                     + (gone ? " exited before the run's report was made "
+                               "(a Python trainer leaves that early when "
+                               "its script ends without close())"
+                             : " did not answer for the run's report within "
+                                 + std::to_string(report_wait.count())
+                                 + " s (" + describe(err) + ")"));
+               });
+  }
   auto wstats = gather_worker_stats(self, workers, std::chrono::seconds(2));
   if (failure)
     return failure;

@@ -18,7 +18,9 @@ namespace stoker {
 /// Asks every trainer (each rank) and every worker for their counters and
 /// combines them with the router's summary; `own` is this process's usage
 /// (the head's, or the local run's) for the hosts and the cost. A worker
-/// that does not answer within 2 s (one the router lost) is left out.
+/// that does not answer within 2 s (one the router lost) is left out; a
+/// trainer that is gone or does not answer within 10 s fails the report,
+/// named.
 /// Blocks `self`.
 caf::expected<run_report>
 collect_report(caf::scoped_actor& self, const router_summary& summary,
