@@ -16,174 +16,13 @@
 #include <unistd.h>
 
 #include "stoker/errors.hpp"
+#include "transforms/python_stage_host.hpp"
 
 extern char** environ;
 
 namespace stoker {
 
 namespace {
-
-// The interpreter's side, run with `python3 -c`: imports the callable,
-// says so (or why not), then answers one call at a time until the worker
-// closes its socket. Fixed fds: 3 the socket, 4 the shared memory.
-// A request is 10 little-endian u64 (kind, seed, h, w, c, dtype, the
-// memory's size, where the output goes, images n, classes); a reply 5
-// (status, h, w, c, length of the text that follows). Status 0 ok, 1 the
-// function raised (or the import failed), 2 it returned the wrong thing.
-// Kind 1: one HWC sample, the function gets it CHW and returns it so.
-// Kind 2: a batch, n float32 CHW images then n int64 labels (each part at
-// a 64-byte boundary); the function gets (images, labels) and returns
-// them, the labels as they were (int64, n) or soft (float32, n x
-// classes); the reply's h says which: 0 or classes.
-constexpr const char* host_script = R"PY(
-import importlib, os, random, socket, struct, sys, threading, time
-import traceback
-sock = socket.socket(fileno=int(sys.argv[1]))
-mem_fd, ref = int(sys.argv[2]), sys.argv[3]
-sys.path[:0] = sys.argv[4:]
-HEAD, REPLY = struct.Struct('<10Q'), struct.Struct('<5Q')
-
-def reply(status, h=0, w=0, c=0, text=''):
-    data = text.encode('utf-8', 'replace')
-    sock.sendall(REPLY.pack(status, h, w, c, len(data)) + data)
-
-def receive(n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            sys.exit(0)  # the worker went away
-        buf += chunk
-    return bytes(buf)
-
-def orphaned(parent=os.getppid()):  # end with the node, even mid-call
-    while os.getppid() == parent:  # (PR_SET_PDEATHSIG follows the thread
-        time.sleep(0.5)            # that started it, not the node)
-    os._exit(0)
-
-threading.Thread(target=orphaned, daemon=True).start()
-try:
-    module_name, _, attr = ref.partition(':')
-    fn = importlib.import_module(module_name)
-    for part in attr.split('.'):
-        fn = getattr(fn, part)
-    if not callable(fn):
-        raise TypeError(f'{ref} is a {type(fn).__name__}, not a callable')
-    import mmap
-    import torch
-    torch.set_num_threads(1)
-except BaseException as e:
-    reply(1, text=f'{type(e).__name__}: {e}')
-    sys.exit(0)
-reply(0)
-mm, size = None, 0
-DTYPES = {0: torch.uint8, 1: torch.float32}
-# torch.manual_seed's own generator, without its CUDA and MPS bookkeeping
-# (30-50 us a call here): the same CPU draws.
-seed_torch = torch.default_generator.manual_seed
-def aligned(n):
-    return (n + 63) // 64 * 64
-
-def seed_all(seed):
-    seed_torch(seed)
-    random.seed(seed)
-    if 'numpy' in sys.modules:
-        sys.modules['numpy'].random.seed(seed % (1 << 32))
-
-def raised(e):
-    at = traceback.extract_tb(e.__traceback__)[-1]
-    place = f'{os.path.basename(at.filename)}:{at.lineno} in {at.name}'
-    reply(1, text=f'{type(e).__name__}: {e} ({place})\n'
-                  f'{traceback.format_exc()}')
-
-def described(y):
-    return (f'a {y.dtype} tensor of shape {tuple(y.shape)}'
-            if isinstance(y, torch.Tensor) else f'a {type(y).__name__}')
-
-def batch_call(seed, n, c, h, w, out_at, classes):
-    count = n * c * h * w
-    x = torch.frombuffer(mm, dtype=torch.float32, count=count)
-    x = x.view(n, c, h, w)
-    labels = torch.frombuffer(mm, dtype=torch.int64, count=n,
-                              offset=aligned(4 * count))
-    seed_all(seed)
-    try:
-        made = fn(x, labels)
-    except Exception as e:
-        del x, labels
-        raised(e)
-        return
-    del x, labels
-    if not (isinstance(made, (tuple, list)) and len(made) == 2):
-        reply(2, text=f'returned {type(made).__name__}; expected a pair '
-                      f'(images, labels)')
-        return
-    images, out_labels = made
-    del made
-    if (not isinstance(images, torch.Tensor)
-            or images.dtype != torch.float32
-            or tuple(images.shape) != (n, c, h, w)):
-        reply(2, text=f'returned images as {described(images)}; expected '
-                      f'a torch.float32 tensor of shape (N, C, H, W) = '
-                      f'({n}, {c}, {h}, {w})')
-        return
-    hard = (isinstance(out_labels, torch.Tensor)
-            and out_labels.dtype == torch.int64
-            and tuple(out_labels.shape) == (n,))
-    soft = (isinstance(out_labels, torch.Tensor)
-            and out_labels.dtype == torch.float32
-            and tuple(out_labels.shape) == (n, classes))
-    if not (hard or soft):
-        reply(2, text=f'returned labels as {described(out_labels)}; '
-                      f'expected torch.int64 of shape ({n},) or soft '
-                      f'labels, torch.float32 of shape (N, classes) = '
-                      f'({n}, {classes})')
-        return
-    torch.frombuffer(mm, dtype=torch.float32, count=count,
-                     offset=out_at).view(n, c, h, w).copy_(images)
-    at = out_at + aligned(4 * count)
-    if hard:
-        torch.frombuffer(mm, dtype=torch.int64, count=n,
-                         offset=at).copy_(out_labels)
-    else:
-        torch.frombuffer(mm, dtype=torch.float32, count=n * classes,
-                         offset=at).view(n, classes).copy_(out_labels)
-    del images, out_labels
-    reply(0, 0 if hard else classes)
-
-while True:
-    (kind, seed, h, w, c, dt, mapped, out_at, count,
-     classes) = HEAD.unpack(receive(HEAD.size))
-    if mapped != size:
-        if mm is not None:
-            mm.close()
-        mm, size = mmap.mmap(mem_fd, mapped), mapped
-    if kind == 2:
-        batch_call(seed, count, c, h, w, out_at, classes)
-        continue
-    dtype, n = DTYPES[dt], h * w * c
-    x = torch.frombuffer(mm, dtype=dtype, count=n).view(h, w, c)
-    x = x.permute(2, 0, 1)
-    seed_all(seed)
-    try:
-        y = fn(x)
-    except Exception as e:
-        del x
-        raised(e)
-        continue
-    del x
-    if (not isinstance(y, torch.Tensor) or y.dtype != dtype
-            or tuple(y.shape) != (c, h, w)):
-        got = described(y)
-        del y
-        reply(2, text=f'returned {got}; expected a {dtype} tensor of '
-                      f'shape (C, H, W) = ({c}, {h}, {w})')
-        continue
-    out = torch.frombuffer(mm, dtype=dtype, count=n, offset=out_at)
-    out.view(h, w, c).copy_(y.permute(1, 2, 0))
-    del out, y
-    reply(0, h, w, c)
-)PY";
 
 constexpr int child_socket_fd = 3;
 constexpr int child_memory_fd = 4;
@@ -349,7 +188,8 @@ python_stage_process::start(const python_stage_options& options) {
   ::posix_spawnattr_setpgroup(&attr, 0);
   ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK
                                       | POSIX_SPAWN_SETPGROUP);
-  std::vector<std::string> args{options.executable, "-c", host_script,
+  std::vector<std::string> args{options.executable, "-c",
+                                python_stage_host_script(),
                                 std::to_string(child_socket_fd),
                                 std::to_string(child_memory_fd), options.ref};
   args.insert(args.end(), options.path.begin(), options.path.end());
