@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
@@ -116,7 +117,7 @@ def python_stage_keys(keys: dict[str, Any],
                               f"such as \"to-tensor\" or a callable")
     pipeline["transforms"] = chain
     keys["pipeline"] = pipeline
-    if any(e.replace(" ", "").startswith("python(") for e in chain):
+    if any(re.match(r"\s*python(-pil|-batch)?\s*\(", e) for e in chain):
         python = dict(keys.get("python", {}))
         python.setdefault("executable", sys.executable)
         here = [os.getcwd() if p == "" else p for p in sys.path]

@@ -13,12 +13,15 @@
 #include <unistd.h>
 
 #include "stoker/errors.hpp"
+#include "support/transform_chains.hpp"
 #include "transforms/python_stage.hpp"
+#include "transforms/transform_chain.hpp"
 
 // A Python stage's processes as a worker uses them: the user's function
 // on a sample, seeded, bit for bit what plain Python makes; its exception,
 // a wrong result and a module that is not there, named; a process that
-// dies, replaced; two threads served at once.
+// dies, replaced; two threads served at once; a batch's samples in one
+// exchange, each failing alone; a PIL image for python-pil(...).
 
 using namespace stoker;
 namespace fs = std::filesystem;
@@ -67,6 +70,30 @@ def relabel(x, y):
 
 def float_labels(x, y):
     return x, y.float()
+
+def dark(x):  # every pixel 0
+    return int(x.sum()) == 0
+
+def boom_on_dark(x):
+    if dark(x):
+        raise ValueError('dark')
+    return 255 - x
+
+def crash_on_dark(x):
+    if dark(x):
+        os.kill(os.getpid(), 9)
+    return 255 - x
+
+def slow_invert(x):
+    time.sleep(0.4)
+    return 255 - x
+
+def pil_mirror(image):
+    from PIL import ImageOps
+    return ImageOps.mirror(image)
+
+def pil_smaller(image):
+    return image.resize((2, 2))
 )PY";
 
 // A scratch folder holding the module above (stage_fns.py).
@@ -373,6 +400,137 @@ BOOST_AUTO_TEST_CASE(a_primed_pool_starts_every_process_before_any_sample) {
   python_stage_pool missing{m.options("nothing_here"), 2};
   auto err = missing.prime();
   BOOST_TEST(is(err, errc::invalid_config));
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_of_samples_crosses_once_and_each_fails_alone) {
+  module_dir m;
+  auto p = python_stage_process::start(m.options("boom_on_dark"));
+  BOOST_REQUIRE_MESSAGE(p, why(p));
+  std::vector<cv::Mat> in{ramp(4, 5, CV_8UC3), cv::Mat::zeros(3, 3, CV_8UC3),
+                          ramp(6, 2, CV_8UC1), cv::Mat(2, 2, CV_16UC1)};
+  std::vector<std::string> tracebacks;
+  auto out = (*p)->call_many(in, {1, 2, 3, 4}, &tracebacks);
+  BOOST_REQUIRE_MESSAGE(out, why(out));
+  BOOST_REQUIRE_EQUAL(out->size(), 4u);
+  for (size_t i : {0u, 2u}) {
+    BOOST_REQUIRE_MESSAGE((*out)[i], why((*out)[i]));
+    cv::Mat expected = cv::Scalar::all(255) - in[i];
+    BOOST_TEST(bytes_of(*(*out)[i]) == bytes_of(expected));
+    BOOST_TEST(tracebacks[i].empty());
+  }
+  BOOST_REQUIRE(!(*out)[1]);
+  BOOST_TEST(describe((*out)[1].error()).find("raised ValueError: dark")
+               != std::string::npos,
+             describe((*out)[1].error()));
+  BOOST_TEST(tracebacks[1].find("boom_on_dark") != std::string::npos);
+  BOOST_REQUIRE(!(*out)[3]); // refused here, never sent
+  BOOST_TEST(describe((*out)[3].error()).find("8-bit or float32")
+             != std::string::npos);
+  BOOST_TEST((*p)->alive());
+}
+
+BOOST_AUTO_TEST_CASE(a_call_timeout_is_each_samples_not_the_batchs) {
+  module_dir m;
+  auto options = m.options("slow_invert");
+  options.call_timeout = std::chrono::seconds(1);
+  auto p = python_stage_process::start(options);
+  BOOST_REQUIRE_MESSAGE(p, why(p));
+  std::vector<cv::Mat> in(4, ramp(3, 3, CV_8UC3)); // 1.6 s in all
+  auto out = (*p)->call_many(in, {1, 2, 3, 4});
+  BOOST_REQUIRE_MESSAGE(out, why(out));
+  for (auto& one : *out)
+    BOOST_TEST(static_cast<bool>(one), why(one));
+}
+
+BOOST_AUTO_TEST_CASE(a_pil_stage_gets_a_pil_image_and_must_give_one_back) {
+  module_dir m;
+  auto options = m.options("pil_mirror");
+  options.pil = true;
+  options.entry = "python-pil(stage_fns:pil_mirror)";
+  auto p = python_stage_process::start(options);
+  BOOST_REQUIRE_MESSAGE(p, why(p));
+  for (int type : {CV_8UC3, CV_8UC1, CV_8UC4}) {
+    auto in = ramp(5, 7, type);
+    auto out = (*p)->call(in, 1);
+    BOOST_REQUIRE_MESSAGE(out, why(out));
+    cv::Mat expected;
+    cv::flip(in, expected, 1);
+    BOOST_TEST(bytes_of(*out) == bytes_of(expected));
+  }
+  auto floats = (*p)->call(cv::Mat(2, 2, CV_32FC3, cv::Scalar::all(0.5)), 1);
+  BOOST_REQUIRE(!floats);
+  BOOST_TEST(describe(floats.error()).find("takes 8-bit images of 1, 3 or 4 "
+                                           "channels (PIL's modes")
+               != std::string::npos,
+             describe(floats.error()));
+  auto small = m.options("pil_smaller");
+  small.pil = true;
+  auto q = python_stage_process::start(small);
+  BOOST_REQUIRE_MESSAGE(q, why(q));
+  auto wrong = (*q)->call(ramp(5, 7, CV_8UC3), 1);
+  BOOST_REQUIRE(!wrong);
+  BOOST_TEST(describe(wrong.error()).find(
+               "returned a PIL image of mode RGB and size (2, 2); expected a "
+               "PIL image of mode RGB and size (W, H) = (7, 5)")
+               != std::string::npos,
+             describe(wrong.error()));
+}
+
+BOOST_AUTO_TEST_CASE(a_chain_calls_its_stage_once_a_batch_with_apply_s_results) {
+  module_dir m;
+  python_binding python;
+  python.spec.path = {m.dir.string()};
+  auto noisy = transform_chain::bind(
+    stoker_test::chain_of({"python(stage_fns:noisy)"}),
+    stoker_test::chain_registry(), true, &python);
+  BOOST_REQUIRE_MESSAGE(noisy, why(noisy));
+  BOOST_TEST(noisy->has_python_stage());
+  std::vector<chain_job> jobs(3);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].input.pixels = cv::Mat(4, 6, CV_32FC3, cv::Scalar::all(0.25));
+    jobs[i].key = draw_key{7, 1, i};
+  }
+  chain_tally tally;
+  noisy->apply_many(jobs, &tally);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    BOOST_REQUIRE_MESSAGE(jobs[i].result, why(jobs[i].result));
+    sample_input alone;
+    alone.pixels = cv::Mat(4, 6, CV_32FC3, cv::Scalar::all(0.25));
+    auto one = noisy->apply(alone, draw_key{7, 1, i});
+    BOOST_REQUIRE(one);
+    BOOST_TEST(bytes_of(*jobs[i].result) == bytes_of(*one));
+  }
+  BOOST_TEST(bytes_of(*jobs[0].result) != bytes_of(*jobs[1].result));
+  BOOST_REQUIRE_EQUAL(tally.stages.size(), 1u);
+  BOOST_TEST(tally.stages[0].samples == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(a_sample_that_kills_its_process_in_a_batch_fails_alone) {
+  module_dir m;
+  python_binding python;
+  python.spec.path = {m.dir.string()};
+  auto chain = transform_chain::bind(
+    stoker_test::chain_of({"python(stage_fns:crash_on_dark)"}),
+    stoker_test::chain_registry(), true, &python);
+  BOOST_REQUIRE_MESSAGE(chain, why(chain));
+  std::vector<chain_job> jobs(3);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].input.pixels = i == 1 ? cv::Mat::zeros(3, 3, CV_8UC3)
+                                  : ramp(3, 3, CV_8UC3);
+    jobs[i].key = draw_key{7, 1, i};
+  }
+  jobs.emplace_back(); // a file that could not be read: left as it is
+  jobs.back().result = make_error(errc::io_failure, "unreadable");
+  chain->apply_many(jobs);
+  BOOST_TEST(static_cast<bool>(jobs[0].result), why(jobs[0].result));
+  BOOST_TEST(static_cast<bool>(jobs[2].result), why(jobs[2].result));
+  BOOST_REQUIRE(!jobs[1].result);
+  BOOST_TEST(is(jobs[1].result.error(), errc::transform_failure));
+  BOOST_TEST(describe(jobs[1].result.error()).find("killed by signal 9")
+               != std::string::npos,
+             describe(jobs[1].result.error()));
+  BOOST_REQUIRE(!jobs[3].result);
+  BOOST_TEST(describe(jobs[3].result.error()) == "unreadable");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

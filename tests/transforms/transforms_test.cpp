@@ -110,6 +110,23 @@ BOOST_AUTO_TEST_CASE(a_per_batch_stage_comes_last_and_keeps_the_shape) {
   BOOST_TEST(eval[0].name == "to-tensor");
 }
 
+BOOST_AUTO_TEST_CASE(a_pil_stage_takes_bytes_of_1_3_or_4_channels) {
+  auto ok = check_chain(chain_of({"python-pil(my_aug:wide)", "to-tensor"}),
+                        {28, 28, 3}, false, builtins);
+  BOOST_TEST(static_cast<bool>(ok));
+  BOOST_TEST(has(chain_error({"to-tensor", "python-pil(my_aug:wide)"},
+                             {28, 28, 3}),
+                 "expected 8-bit pixels (a PIL image): put it before "
+                 "to-tensor"));
+  BOOST_TEST(has(chain_error({"python-pil(my_aug:wide)"}, {28, 28, 2}),
+                 "expected 1, 3 or 4 channels (PIL's modes L, RGB, RGBA); "
+                 "the chain has 2"));
+  auto eval = eval_chain_of(chain_of({"python-pil(my_aug:wide)",
+                                      "to-tensor"}),
+                            builtins);
+  BOOST_REQUIRE_EQUAL(eval.size(), 1u); // an augmentation: not in eval
+}
+
 BOOST_AUTO_TEST_CASE(a_chain_says_what_shape_comes_out) {
   auto out = check_chain(chain_of({"random-crop(28, 4)", "horizontal-flip",
                                    "to-tensor", "normalize(0.28, 0.35)"}),
@@ -248,6 +265,29 @@ BOOST_AUTO_TEST_CASE(to_tensor_scales_bytes_and_normalize_shifts_channels) {
   cv::Mat rgb(1, 1, CV_32FC3, cv::Scalar(0.5, 0.25, 1.0));
   auto n = values(normalize_image(rgb, {0.5, 0.0, 0.5}, {0.5, 0.25, 0.25}));
   BOOST_TEST(n == (std::vector<float>{0.0f, 1.0f, 2.0f}));
+}
+
+BOOST_AUTO_TEST_CASE(normalize_is_the_per_channel_formula_at_every_pixel) {
+  // 37 x 5 pixels: whole 16-pixel blocks and a tail, 1, 3 and 4 channels,
+  // a row view (not continuous) too.
+  for (int c : {1, 3, 4}) {
+    cv::Mat img(5, 37, CV_32FC(c));
+    cv::randu(img, cv::Scalar::all(-2.0), cv::Scalar::all(2.0));
+    std::vector<double> mean{0.485, 0.456, 0.406, 0.3};
+    std::vector<double> stddev{0.229, 0.224, 0.225, 0.7};
+    mean.resize(static_cast<size_t>(c));
+    stddev.resize(static_cast<size_t>(c));
+    for (const cv::Mat& in : {img, img(cv::Rect{3, 1, 30, 3})}) {
+      auto got = values(normalize_image(in, mean, stddev));
+      auto x = values(in.clone());
+      BOOST_REQUIRE_EQUAL(got.size(), x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        auto k = i % static_cast<size_t>(c);
+        BOOST_TEST(got[i] == (x[i] - static_cast<float>(mean[k]))
+                               / static_cast<float>(stddev[k]));
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(random_resized_box_stays_inside_with_its_area_and_ratio) {

@@ -21,13 +21,8 @@ image_batch map_samples(const dataset& data,
   auto stamp = [&](size_t i) {
     batch.checksums.push_back(checksum64(batch.image(i), batch.image_bytes()));
   };
-  for (auto id : item.sample_ids) {
-    auto input = data.read(item.epoch, id);
-    // The fused start writes straight into the batch where it can.
-    auto pixels = input ? chain.apply_planes(std::move(*input),
-                                             draw_key{seed, item.epoch, id},
-                                             batch.image(kept), tally)
-                        : caf::expected<cv::Mat>{std::move(input.error())};
+  // A sample's pixels (or why it has none) into the batch.
+  auto take = [&](uint64_t id, caf::expected<cv::Mat>& pixels) {
     if (!pixels) { // an unreadable or corrupt file: skip it, say why
       auto name = data.name(id);
       auto why = describe(pixels.error());
@@ -42,14 +37,14 @@ image_batch map_samples(const dataset& data,
         is(err, errc::transform_failure)
           ? transform_failure_source(describe(err))
           : data.source_of(id));
-      continue;
+      return;
     }
     auto& img = *pixels;
     if (img.empty()) { // already in the batch, in its layout
       batch.sample_ids.push_back(id);
       batch.labels.push_back(data.label(id));
       stamp(kept++);
-      continue;
+      return;
     }
     if (static_cast<uint32_t>(img.rows) != shape.height
         || static_cast<uint32_t>(img.cols) != shape.width
@@ -66,6 +61,34 @@ image_batch map_samples(const dataset& data,
     hwc_to_chw(dense.ptr<float>(), batch.image(kept), shape.height,
                shape.width, shape.channels);
     stamp(kept++);
+  };
+  if (chain.has_python_stage()) {
+    // The batch's samples go through together: each Python entry then
+    // crosses to its process once a batch.
+    std::vector<chain_job> jobs(item.sample_ids.size());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      auto id = item.sample_ids[i];
+      jobs[i].key = draw_key{seed, item.epoch, id};
+      auto input = data.read(item.epoch, id);
+      if (input)
+        jobs[i].input = std::move(*input);
+      else
+        jobs[i].result = std::move(input.error());
+    }
+    chain.apply_many(jobs, tally);
+    for (size_t i = 0; i < jobs.size(); ++i)
+      take(item.sample_ids[i], jobs[i].result);
+  } else {
+    for (auto id : item.sample_ids) {
+      auto input = data.read(item.epoch, id);
+      // The fused start writes straight into the batch where it can.
+      auto pixels = input
+                      ? chain.apply_planes(std::move(*input),
+                                           draw_key{seed, item.epoch, id},
+                                           batch.image(kept), tally)
+                      : caf::expected<cv::Mat>{std::move(input.error())};
+      take(id, pixels);
+    }
   }
   batch.data.resize(kept * batch.image_bytes());
   return batch;

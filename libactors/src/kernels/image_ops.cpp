@@ -138,16 +138,34 @@ cv::Mat to_float(const cv::Mat& img) {
 
 cv::Mat normalize_image(const cv::Mat& img, const std::vector<double>& mean,
                         const std::vector<double>& stddev) {
-  cv::Mat out = img.clone();
-  int c = out.channels();
-  auto* p = out.ptr<float>();
-  size_t n = out.total();
-  for (size_t i = 0; i < n; ++i)
-    for (int k = 0; k < c; ++k) {
-      auto m = static_cast<float>(mean[mean.size() == 1 ? 0 : k]);
-      auto s = static_cast<float>(stddev[stddev.size() == 1 ? 0 : k]);
-      p[i * c + k] = (p[i * c + k] - m) / s;
-    }
+  cv::Mat in = img.isContinuous() ? img : img.clone();
+  cv::Mat out(in.size(), in.type());
+  auto c = static_cast<size_t>(in.channels());
+  auto constant = [c](const std::vector<double>& v, size_t j) {
+    return static_cast<float>(v[v.size() == 1 ? 0 : j % c]);
+  };
+  // The per-channel constants laid out for 16 pixels: the loop then runs
+  // over plain arrays, which the compiler vectorises (a channel index per
+  // element it does not: 8x slower). The same sub and div per element.
+  constexpr size_t period_pixels = 16;
+  constexpr size_t max_channels = 4;
+  size_t period = period_pixels * std::min(c, max_channels);
+  float m[period_pixels * max_channels];
+  float s[period_pixels * max_channels];
+  for (size_t j = 0; j < period; ++j) {
+    m[j] = constant(mean, j);
+    s[j] = constant(stddev, j);
+  }
+  const auto* p = in.ptr<float>();
+  auto* q = out.ptr<float>();
+  size_t n = in.total() * c;
+  size_t i = 0;
+  if (c <= max_channels)
+    for (; i + period <= n; i += period)
+      for (size_t j = 0; j < period; ++j)
+        q[i + j] = (p[i + j] - m[j]) / s[j];
+  for (; i < n; ++i)
+    q[i] = (p[i] - constant(mean, i)) / constant(stddev, i);
   return out;
 }
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 #include <fcntl.h>
@@ -14,6 +16,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "stoker/errors.hpp"
 #include "transforms/python_stage_host.hpp"
@@ -131,6 +135,32 @@ std::string paths_of(const python_stage_options& o) {
   return s + "]";
 }
 
+// The node's environment with the math libraries held to one thread: a
+// stage process runs one call at a time on one core (W processes for W
+// workers), and OpenBLAS's own threads spin in sched_yield after each
+// call (torchvision's affine ops multiply matrices), taking a second core
+// from the workers: 115% CPU for one stage process was measured.
+std::vector<std::string> one_thread_environment() {
+  static constexpr const char* held[] = {"OMP_NUM_THREADS",
+                                         "OPENBLAS_NUM_THREADS",
+                                         "MKL_NUM_THREADS"};
+  std::vector<std::string> out;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry{*e};
+    bool ours = std::any_of(std::begin(held), std::end(held),
+                            [&](std::string_view key) {
+                              return entry.size() > key.size()
+                                     && entry.substr(0, key.size()) == key
+                                     && entry[key.size()] == '=';
+                            });
+    if (!ours)
+      out.emplace_back(entry);
+  }
+  for (const char* key : held)
+    out.push_back(std::string{key} + "=1");
+  return out;
+}
+
 } // namespace
 
 uint64_t python_stage_seed(uint32_t word0, uint32_t word1) noexcept {
@@ -197,9 +227,14 @@ python_stage_process::start(const python_stage_options& options) {
   for (auto& a : args)
     argv.push_back(a.data());
   argv.push_back(nullptr);
+  auto env_strings = one_thread_environment();
+  std::vector<char*> env;
+  for (auto& e : env_strings)
+    env.push_back(e.data());
+  env.push_back(nullptr);
   pid_t pid = -1;
   int spawned = ::posix_spawn(&pid, options.executable.c_str(), &actions,
-                              &attr, argv.data(), environ);
+                              &attr, argv.data(), env.data());
   ::posix_spawn_file_actions_destroy(&actions);
   ::posix_spawnattr_destroy(&attr);
   ::close(theirs);
@@ -299,11 +334,33 @@ caf::error python_stage_process::grow(size_t bytes) {
 
 caf::expected<python_stage_process::reply_words>
 python_stage_process::exchange(const uint64_t (&head)[10], const char* what,
-                               std::string* traceback) {
+                               std::string* traceback,
+                               const uint64_t* progress) {
   auto name = options_.entry_text();
   if (!write_all(socket_, head, sizeof(head)))
     return died(std::string{"it was given a "} + what);
   auto deadline = std::chrono::steady_clock::now() + options_.call_timeout;
+  // A second at a time, the deadline moved on while the count of samples
+  // done grows: call_timeout is one sample's.
+  uint64_t done = 0;
+  for (;;) {
+    auto now = std::chrono::steady_clock::now();
+    if (readable_by(socket_, std::min(deadline,
+                                      now + std::chrono::seconds(1)))) {
+      // The reply has begun: the rest of it comes within a call_timeout.
+      deadline = std::chrono::steady_clock::now() + options_.call_timeout;
+      break;
+    }
+    now = std::chrono::steady_clock::now();
+    uint64_t seen = progress ? __atomic_load_n(progress, __ATOMIC_ACQUIRE)
+                             : 0;
+    if (seen != done) {
+      done = seen;
+      deadline = now + options_.call_timeout;
+    } else if (now >= deadline) {
+      break;
+    }
+  }
   reply_head reply;
   auto got = read_all(socket_, &reply, sizeof(reply), deadline);
   if (got == io_result::timed_out) {
@@ -320,47 +377,142 @@ python_stage_process::exchange(const uint64_t (&head)[10], const char* what,
   auto text = read_text(socket_, reply.text_bytes, deadline);
   if (!text)
     return died("it answered");
-  if (reply.status != 0) {
-    auto line_end = text->find('\n');
-    auto first = text->substr(0, line_end);
-    if (traceback)
-      *traceback = line_end == std::string::npos ? std::string{}
-                                                 : text->substr(line_end + 1);
-    return make_error(errc::io_failure,
-                      name + (reply.status == 1 ? " raised " : " ") + first);
-  }
-  return reply_words{reply.h, reply.w, reply.c};
+  if (reply.status != 0)
+    return call_error(reply.status, *text, traceback);
+  return reply_words{reply.h, reply.w, reply.c, std::move(*text)};
+}
+
+caf::error python_stage_process::call_error(uint64_t status,
+                                            const std::string& text,
+                                            std::string* traceback) const {
+  auto line_end = text.find('\n');
+  auto first = text.substr(0, line_end);
+  if (traceback)
+    *traceback = line_end == std::string::npos ? std::string{}
+                                               : text.substr(line_end + 1);
+  return make_error(errc::io_failure, options_.entry_text()
+                                        + (status == 1 ? " raised " : " ")
+                                        + first);
 }
 
 caf::expected<cv::Mat> python_stage_process::call(const cv::Mat& image,
                                                   uint64_t seed,
                                                   std::string* traceback) {
+  std::vector<std::string> tracebacks;
+  auto made = call_many({image}, {seed}, traceback ? &tracebacks : nullptr);
+  if (!made)
+    return std::move(made.error());
+  if (traceback)
+    *traceback = std::move(tracebacks.front());
+  return std::move(made->front());
+}
+
+caf::expected<std::vector<caf::expected<cv::Mat>>>
+python_stage_process::call_many(const std::vector<cv::Mat>& images,
+                                const std::vector<uint64_t>& seeds,
+                                std::vector<std::string>* tracebacks) {
   auto name = options_.entry_text();
   if (!alive_)
     return make_error(errc::io_failure, name + ": its process has ended");
-  int depth = image.depth();
-  if (image.dims != 2 || (depth != CV_8U && depth != CV_32F)
-      || image.channels() < 1 || image.channels() > 4)
-    return make_error(errc::io_failure,
-                      name + ": takes 8-bit or float32 images of 1 to 4 "
-                        + "channels; got type " + std::to_string(image.type()));
-  auto h = static_cast<uint64_t>(image.rows);
-  auto w = static_cast<uint64_t>(image.cols);
-  auto c = static_cast<uint64_t>(image.channels());
-  size_t bytes = image.total() * image.elemSize();
-  size_t out_at = aligned(bytes);
-  if (auto err = grow(out_at + bytes))
+  size_t n = images.size();
+  std::vector<caf::expected<cv::Mat>> out;
+  out.reserve(n);
+  if (tracebacks)
+    tracebacks->assign(n, std::string{});
+  // The memory: the count of samples done (the process's progress, which
+  // keeps the deadline at call_timeout a sample), a record of 8 words a
+  // sample from byte 64 (seed, h, w, c, dtype, where its pixels are, where
+  // the result goes, 0), then the pixels, each image's input and output
+  // at 64-byte boundaries. A sample this side refuses is not sent (its
+  // record's h is 0).
+  constexpr size_t words = 8;
+  constexpr size_t records_at = 64;
+  size_t at = aligned(records_at + n * words * sizeof(uint64_t));
+  std::vector<uint64_t> records(n * words, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const cv::Mat& image = images[i];
+    int depth = image.depth();
+    out.emplace_back(cv::Mat{});
+    if (image.dims != 2 || (depth != CV_8U && depth != CV_32F)
+        || image.channels() < 1 || image.channels() > 4) {
+      out.back() = make_error(errc::io_failure,
+                              name + ": takes 8-bit or float32 images of 1 "
+                                + "to 4 channels; got type "
+                                + std::to_string(image.type()));
+      continue;
+    }
+    if (options_.pil && (depth != CV_8U || image.channels() == 2)) {
+      out.back() = make_error(
+        errc::io_failure,
+        name + ": takes 8-bit images of 1, 3 or 4 channels (PIL's modes L, "
+          + "RGB, RGBA); got " + std::to_string(image.channels())
+          + " channel(s) of " + (depth == CV_8U ? "8-bit" : "float32")
+          + " pixels");
+      continue;
+    }
+    size_t bytes = image.total() * image.elemSize();
+    uint64_t* r = &records[i * words];
+    r[0] = seeds[i];
+    r[1] = static_cast<uint64_t>(image.rows);
+    r[2] = static_cast<uint64_t>(image.cols);
+    r[3] = static_cast<uint64_t>(image.channels());
+    r[4] = depth == CV_8U ? 0u : 1u;
+    r[5] = at;
+    r[6] = aligned(at + bytes);
+    at = aligned(r[6] + bytes);
+  }
+  if (auto err = grow(at))
     return err;
-  size_t row = static_cast<size_t>(image.cols) * image.elemSize();
-  for (int y = 0; y < image.rows; ++y)
-    std::memcpy(map_ + static_cast<size_t>(y) * row, image.ptr(y), row);
-  uint64_t head[10] = {1, seed, h, w, c, depth == CV_8U ? 0u : 1u, mapped_,
-                       out_at, 1, 0};
-  auto reply = exchange(head, "sample", traceback);
+  std::memset(map_, 0, records_at);
+  std::memcpy(map_ + records_at, records.data(),
+              records.size() * sizeof(uint64_t));
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t* r = &records[i * words];
+    if (r[1] == 0)
+      continue;
+    const cv::Mat& image = images[i];
+    size_t row = static_cast<size_t>(image.cols) * image.elemSize();
+    for (int y = 0; y < image.rows; ++y)
+      std::memcpy(map_ + r[5] + static_cast<size_t>(y) * row, image.ptr(y),
+                  row);
+  }
+  uint64_t head[10] = {3, 0, 0, 0, 0, 0, mapped_, 0, n,
+                       options_.pil ? 1u : 0u};
+  auto reply = exchange(head, "sample", nullptr,
+                        reinterpret_cast<const uint64_t*>(map_));
   if (!reply)
     return std::move(reply.error());
-  cv::Mat out(image.rows, image.cols, image.type());
-  std::memcpy(out.data, map_ + out_at, bytes);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t* r = &records[i * words];
+    if (r[1] == 0)
+      continue;
+    const cv::Mat& image = images[i];
+    cv::Mat made(image.rows, image.cols, image.type());
+    std::memcpy(made.data, map_ + r[6], image.total() * image.elemSize());
+    out[i] = std::move(made);
+  }
+  // The samples that failed: [[index, status, text], ...].
+  auto malformed = [&] {
+    alive_ = false; // out of step with this side: the destructor kills it
+    return make_error(errc::io_failure,
+                      name + "'s process (pid " + std::to_string(pid_)
+                        + ") answered with a malformed list of failures; "
+                        + "it is stopped");
+  };
+  if (reply->a > 0) {
+    auto failed = nlohmann::json::parse(reply->text, nullptr, false);
+    if (!failed.is_array() || failed.size() != reply->a)
+      return malformed();
+    for (auto& f : failed) {
+      if (!f.is_array() || f.size() != 3 || !f[0].is_number_unsigned()
+          || f[0].get<size_t>() >= n || !f[1].is_number_unsigned()
+          || !f[2].is_string())
+        return malformed();
+      auto i = f[0].get<size_t>();
+      out[i] = call_error(f[1].get<uint64_t>(), f[2].get<std::string>(),
+                          tracebacks ? &(*tracebacks)[i] : nullptr);
+    }
+  }
   return out;
 }
 
@@ -505,6 +657,15 @@ caf::expected<cv::Mat> python_stage_pool::call(const cv::Mat& image,
                                                std::string* traceback) {
   return on_a_process([&](python_stage_process& process) {
     return process.call(image, seed, traceback);
+  });
+}
+
+caf::expected<std::vector<caf::expected<cv::Mat>>>
+python_stage_pool::call_many(const std::vector<cv::Mat>& images,
+                             const std::vector<uint64_t>& seeds,
+                             std::vector<std::string>* tracebacks) {
+  return on_a_process([&](python_stage_process& process) {
+    return process.call_many(images, seeds, tracebacks);
   });
 }
 

@@ -32,8 +32,12 @@ struct python_stage_options {
   /// "module:callable" (a dotted attribute path after the colon).
   std::string ref;
   /// The chain's entry, as messages name it: "python(REF)" when empty,
-  /// or "python-batch(REF)".
+  /// or "python-batch(REF)", "python-pil(REF)".
   std::string entry;
+  /// The function takes and returns a PIL image (python-pil(...)): 8-bit
+  /// pixels of 1, 3 or 4 channels (modes L, RGB, RGBA) in, the same mode
+  /// and size out. Otherwise a torch tensor (CHW).
+  bool pil = false;
   /// The interpreter (python.executable): one with torch, as the function
   /// needs.
   std::string executable = "/usr/bin/python3";
@@ -85,12 +89,25 @@ public:
   /// The function applied to `image` (HWC, CV_8U or CV_32F, 1 to 4
   /// channels; any layout in memory) with torch's, random's and numpy's
   /// generators seeded with `seed` first. The result must be a tensor of
-  /// the input's dtype and CHW shape; it comes back as a new HWC Mat.
+  /// the input's dtype and CHW shape (options.pil: a PIL image of its
+  /// mode and size, from CV_8U of 1, 3 or 4 channels); it comes back as a
+  /// new HWC Mat.
   /// Errors: errc::io_failure naming the exception (its type and message;
   /// `traceback` gets Python's traceback), a result of the wrong kind, or
   /// the process's end (then alive() is false).
   caf::expected<cv::Mat> call(const cv::Mat& image, uint64_t seed,
                               std::string* traceback = nullptr);
+
+  /// call() on each of `images` with its seed (`seeds`, as many), in one
+  /// exchange with the process: a worker's batch crosses once, not once a
+  /// sample (waking a process on another core cost 100-300 us on this
+  /// project's VMs). Each result is call()'s for that image (`tracebacks`,
+  /// when given, gets one per image, empty where none). The outer error:
+  /// the process ended, or one sample ran past call_timeout.
+  caf::expected<std::vector<caf::expected<cv::Mat>>>
+  call_many(const std::vector<cv::Mat>& images,
+            const std::vector<uint64_t>& seeds,
+            std::vector<std::string>* tracebacks = nullptr);
 
   /// The per-batch function applied to `batch` (images float32 NCHW and
   /// int64 labels, seeded with `seed` as call() is), which returns the
@@ -121,12 +138,20 @@ public:
 private:
   struct reply_words {
     uint64_t a = 0, b = 0, c = 0;
+    std::string text;
   };
   // Sends a request's head (its data is in the memory already) and reads
-  // the reply: its three words, or the error it names.
+  // the reply: its three words and text, or the error it names. The
+  // deadline: call_timeout, from the last change of `*progress` (in the
+  // memory: the samples done) where given.
   caf::expected<reply_words> exchange(const uint64_t (&head)[10],
                                       const char* what,
-                                      std::string* traceback);
+                                      std::string* traceback,
+                                      const uint64_t* progress = nullptr);
+  // The error of a call that failed with `status` and `text` (its first
+  // line, then the traceback).
+  caf::error call_error(uint64_t status, const std::string& text,
+                        std::string* traceback) const;
   caf::error grow(size_t bytes);
   caf::error died(const std::string& while_doing);
 
@@ -157,6 +182,12 @@ public:
   /// python_stage_process::call on an idle process. Thread-safe.
   caf::expected<cv::Mat> call(const cv::Mat& image, uint64_t seed,
                               std::string* traceback = nullptr);
+
+  /// python_stage_process::call_many on an idle process. Thread-safe.
+  caf::expected<std::vector<caf::expected<cv::Mat>>>
+  call_many(const std::vector<cv::Mat>& images,
+            const std::vector<uint64_t>& seeds,
+            std::vector<std::string>* tracebacks = nullptr);
 
   /// python_stage_process::call_batch on an idle process. Thread-safe.
   /// `batch` is left as it was if the first process dies in the call.

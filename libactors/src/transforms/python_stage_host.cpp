@@ -9,14 +9,21 @@ namespace stoker {
 // memory's size, where the output goes, images n, classes); a reply 5
 // (status, h, w, c, length of the text that follows). Status 0 ok, 1 the
 // function raised (or the import failed), 2 it returned the wrong thing.
-// Kind 1: one HWC sample, the function gets it CHW and returns it so.
+// Kind 3: n HWC samples (the head's images n), each described by a
+// record of 8 u64 from byte 64 of the memory (seed, h, w, c, dtype, where its
+// pixels are, where the result goes, 0; h 0: not sent); the function gets
+// each CHW and returns it so; the head's last word 1 (python-pil) hands
+// it a PIL image instead (8-bit, 1, 3 or 4 channels) and takes one back
+// of the same mode and size. The memory's first u64 counts the samples
+// done (the worker's deadline is per sample). The reply's h: how many
+// failed; its text then lists them as JSON, [[index, status, text], ...].
 // Kind 2: a batch, n float32 CHW images then n int64 labels (each part at
 // a 64-byte boundary); the function gets (images, labels) and returns
 // them, the labels as they were (int64, n) or soft (float32, n x
 // classes); the reply's h says which: 0 or classes.
 const char* python_stage_host_script() noexcept {
   return R"PY(
-import importlib, os, random, socket, struct, sys, threading, time
+import importlib, json, os, random, socket, struct, sys, threading, time
 import traceback
 sock = socket.socket(fileno=int(sys.argv[1]))
 mem_fd, ref = int(sys.argv[2]), sys.argv[3]
@@ -27,14 +34,15 @@ def reply(status, h=0, w=0, c=0, text=''):
     data = text.encode('utf-8', 'replace')
     sock.sendall(REPLY.pack(status, h, w, c, len(data)) + data)
 
-def receive(n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
+head_buf = bytearray(HEAD.size)
+def receive_head():
+    view, got = memoryview(head_buf), 0
+    while got < HEAD.size:
+        n = sock.recv_into(view[got:])
+        if not n:
             sys.exit(0)  # the worker went away
-        buf += chunk
-    return bytes(buf)
+        got += n
+    return HEAD.unpack(head_buf)
 
 def orphaned(parent=os.getppid()):  # end with the node, even mid-call
     while os.getppid() == parent:  # (PR_SET_PDEATHSIG follows the thread
@@ -58,6 +66,8 @@ except BaseException as e:
 reply(0)
 mm, size = None, 0
 DTYPES = {0: torch.uint8, 1: torch.float32}
+MODES = {1: 'L', 3: 'RGB', 4: 'RGBA'}
+views = {}  # (dtype, h, w, c, in_at, out_at): the input CHW, the output
 # torch.manual_seed's own generator, without its CUDA and MPS bookkeeping
 # (30-50 us a call here): the same CPU draws.
 seed_torch = torch.default_generator.manual_seed
@@ -73,8 +83,8 @@ def seed_all(seed):
 def raised(e):
     at = traceback.extract_tb(e.__traceback__)[-1]
     place = f'{os.path.basename(at.filename)}:{at.lineno} in {at.name}'
-    reply(1, text=f'{type(e).__name__}: {e} ({place})\n'
-                  f'{traceback.format_exc()}')
+    return (1, f'{type(e).__name__}: {e} ({place})\n'
+               f'{traceback.format_exc()}')
 
 def described(y):
     return (f'a {y.dtype} tensor of shape {tuple(y.shape)}'
@@ -91,7 +101,8 @@ def batch_call(seed, n, c, h, w, out_at, classes):
         made = fn(x, labels)
     except Exception as e:
         del x, labels
-        raised(e)
+        status, text = raised(e)
+        reply(status, text=text)
         return
     del x, labels
     if not (isinstance(made, (tuple, list)) and len(made) == 2):
@@ -131,38 +142,82 @@ def batch_call(seed, n, c, h, w, out_at, classes):
     del images, out_labels
     reply(0, 0 if hard else classes)
 
-while True:
-    (kind, seed, h, w, c, dt, mapped, out_at, count,
-     classes) = HEAD.unpack(receive(HEAD.size))
-    if mapped != size:
-        if mm is not None:
-            mm.close()
-        mm, size = mmap.mmap(mem_fd, mapped), mapped
-    if kind == 2:
-        batch_call(seed, count, c, h, w, out_at, classes)
-        continue
+def pil_call(seed, h, w, c, in_at, out_at):
+    import numpy
+    from PIL import Image
+    mode, n = MODES[c], h * w * c
+    shape = (h, w) if c == 1 else (h, w, c)
+    pixels = numpy.frombuffer(mm, dtype=numpy.uint8, count=n,
+                              offset=in_at).reshape(shape)
+    image = Image.fromarray(pixels, mode)  # PIL keeps pixels its own way
+    del pixels
+    seed_all(seed)
+    try:
+        y = fn(image)
+    except Exception as e:
+        return raised(e)
+    if (not isinstance(y, Image.Image) or y.mode != mode
+            or y.size != (w, h)):
+        got = (f'a PIL image of mode {y.mode} and size {y.size}'
+               if isinstance(y, Image.Image) else described(y))
+        return (2, f'returned {got}; expected a PIL image of mode {mode} '
+                   f'and size (W, H) = ({w}, {h})')
+    mm[out_at:out_at + n] = y.tobytes()
+    return None
+
+def tensor_call(seed, h, w, c, dt, in_at, out_at):
     dtype, n = DTYPES[dt], h * w * c
-    x = torch.frombuffer(mm, dtype=dtype, count=n).view(h, w, c)
-    x = x.permute(2, 0, 1)
+    key = (dt, h, w, c, in_at, out_at)
+    if key not in views:  # the same shapes batch after batch: made once
+        if len(views) > 4096:
+            views.clear()
+        x = torch.frombuffer(mm, dtype=dtype, count=n, offset=in_at)
+        out = torch.frombuffer(mm, dtype=dtype, count=n, offset=out_at)
+        views[key] = (x.view(h, w, c).permute(2, 0, 1), out.view(h, w, c))
+    x, out = views[key]
     seed_all(seed)
     try:
         y = fn(x)
     except Exception as e:
-        del x
-        raised(e)
-        continue
-    del x
+        return raised(e)
     if (not isinstance(y, torch.Tensor) or y.dtype != dtype
             or tuple(y.shape) != (c, h, w)):
-        got = described(y)
-        del y
-        reply(2, text=f'returned {got}; expected a {dtype} tensor of '
-                      f'shape (C, H, W) = ({c}, {h}, {w})')
-        continue
-    out = torch.frombuffer(mm, dtype=dtype, count=n, offset=out_at)
-    out.view(h, w, c).copy_(y.permute(1, 2, 0))
-    del out, y
-    reply(0, h, w, c)
+        return (2, f'returned {described(y)}; expected a {dtype} tensor '
+                   f'of shape (C, H, W) = ({c}, {h}, {w})')
+    out.copy_(y.permute(1, 2, 0))
+    return None
+
+RECORD, DONE = struct.Struct('<8Q'), struct.Struct('<Q')
+def many_call(n, pil):
+    failed = []
+    for i in range(n):
+        seed, h, w, c, dt, in_at, out_at, _ = RECORD.unpack_from(
+            mm, 64 + i * RECORD.size)
+        if h != 0:
+            if pil:
+                bad = pil_call(seed, h, w, c, in_at, out_at)
+            else:
+                bad = tensor_call(seed, h, w, c, dt, in_at, out_at)
+            if bad is not None:
+                failed.append([i, bad[0], bad[1]])
+        DONE.pack_into(mm, 0, i + 1)
+    reply(0, len(failed), text=json.dumps(failed) if failed else '')
+
+while True:
+    (kind, seed, h, w, c, dt, mapped, out_at, count,
+     last) = receive_head()
+    if mapped != size:
+        views.clear()  # they hold the old map's buffer
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:  # a view the function kept: freed with it
+                pass
+        mm, size = mmap.mmap(mem_fd, mapped), mapped
+    if kind == 2:
+        batch_call(seed, count, c, h, w, out_at, last)
+    else:
+        many_call(count, last == 1)
 )PY";
 }
 

@@ -1,5 +1,6 @@
 #include "transforms/transform_chain.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -26,10 +27,11 @@ uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
 // before any sample.
 caf::expected<std::shared_ptr<python_stage_pool>>
 stage_pool(const std::string& ref, std::string entry,
-           const python_binding& python) {
+           const python_binding& python, bool pil = false) {
   python_stage_options options;
   options.ref = ref;
   options.entry = std::move(entry);
+  options.pil = pil;
   options.executable = python.spec.executable;
   options.path = python.spec.path;
   auto pool = std::make_shared<python_stage_pool>(std::move(options),
@@ -182,6 +184,7 @@ transform_chain::bind(const std::vector<transform_spec>& chain,
       out.fused_name_ += (e ? " + " : "") + chain[e].text;
   }
   if (python) {
+    out.log_ = python->log;
     for (size_t k = 0; k < out.specs_.size(); ++k)
       if (out.defs_[k].takes_ref)
         if (auto err = out.bind_python(k, *python))
@@ -194,7 +197,6 @@ transform_chain::bind(const std::vector<transform_spec>& chain,
         return std::move(pool.error());
       out.batch_pool_ = std::move(*pool);
       out.batch_told_ = std::make_shared<std::atomic<bool>>(false);
-      out.log_ = python->log;
     }
   }
   return out;
@@ -235,38 +237,86 @@ caf::error transform_chain::apply_batch(image_batch& batch, uint64_t seed,
 
 caf::error transform_chain::bind_python(size_t k,
                                         const python_binding& python) {
-  auto primed = stage_pool(specs_[k].ref, {}, python);
-  if (!primed)
-    return std::move(primed.error());
-  auto pool = std::move(*primed);
+  bool pil = specs_[k].name == "python-pil";
+  auto pool = stage_pool(specs_[k].ref,
+                         pil ? "python-pil(" + specs_[k].ref + ")"
+                             : std::string{},
+                         python, pil);
+  if (!pool)
+    return std::move(pool.error());
+  python_entry e;
+  e.index = k;
+  e.pool = std::move(*pool);
   // Right after a fused crop without to-tensor the pixels come as the
   // pass's [0, 1] floats; the function is promised the bytes the unfused
   // chain has there.
-  bool after_fused_bytes = fused_ == k && fused_ > 0
-                           && (fused_ == crop_entries_
-                               || specs_[fused_ - 1].name
-                                    == "horizontal-flip");
-  // The first exception's whole traceback, once (each is counted).
-  auto told = std::make_shared<std::atomic<bool>>(false);
-  defs_[k].apply = [pool, after_fused_bytes, told, log = python.log,
-                    entry = specs_[k].text](const entry_spec&,
-                                            sample_input& s,
-                                            const counter_rng& rng) {
-    cv::Mat in = s.pixels;
-    if (after_fused_bytes && in.depth() == CV_32F)
-      in.convertTo(in, CV_8U, 255.0);
-    auto words = rng.block(0);
-    std::string traceback;
-    auto made = pool->call(in, python_stage_seed(words[0], words[1]),
-                           &traceback);
-    if (!made) { // the sample fails, not the worker
-      tell_first_traceback(log, *told, entry, std::move(traceback));
-      return make_error(errc::transform_failure, describe(made.error()));
-    }
-    s.pixels = std::move(*made);
-    return caf::error{};
-  };
+  e.after_fused_bytes = fused_ == k && fused_ > 0
+                        && (fused_ == crop_entries_
+                            || specs_[fused_ - 1].name == "horizontal-flip");
+  e.told = std::make_shared<std::atomic<bool>>(false);
+  python_.push_back(std::move(e));
   return caf::none;
+}
+
+void transform_chain::apply_python(size_t k, std::vector<chain_job>& jobs,
+                                   const std::vector<size_t>& live,
+                                   chain_tally* tally) const {
+  auto& entry = *std::find_if(python_.begin(), python_.end(),
+                              [k](const python_entry& e) {
+                                return e.index == k;
+                              });
+  // In groups of up to 8 MiB in and out: each group is one wake-up of the
+  // process, and stays in the last-level cache (a whole batch of float
+  // images would pass 77 MB through memory: 6x the function's own time).
+  constexpr size_t group_bytes = size_t{8} << 20;
+  for (size_t b = 0; b < live.size();) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<size_t> group;
+    std::vector<cv::Mat> images;
+    std::vector<uint64_t> seeds;
+    for (size_t bytes = 0; b < live.size() && (group.empty()
+                                               || bytes < group_bytes);
+         ++b) {
+      auto i = live[b];
+      cv::Mat in = jobs[i].input.pixels;
+      if (entry.after_fused_bytes && in.depth() == CV_32F)
+        in.convertTo(in, CV_8U, 255.0);
+      bytes += 2 * in.total() * in.elemSize();
+      auto words = rng_for(jobs[i].key, k).block(0);
+      group.push_back(i);
+      images.push_back(std::move(in));
+      seeds.push_back(python_stage_seed(words[0], words[1]));
+    }
+    std::vector<std::string> tracebacks;
+    auto made = entry.pool->call_many(images, seeds, &tracebacks);
+    if (!made) {
+      // Its process ended in the call (twice) or a sample ran past
+      // python.call-timeout: each sample alone then, so one that kills its
+      // process or hangs fails by itself, as it would alone (a hang costs
+      // its timeout twice).
+      std::vector<caf::expected<cv::Mat>> each;
+      tracebacks.assign(group.size(), std::string{});
+      for (size_t j = 0; j < group.size(); ++j)
+        each.push_back(entry.pool->call(images[j], seeds[j],
+                                        &tracebacks[j]));
+      made = std::move(each);
+    }
+    for (size_t j = 0; j < group.size(); ++j) {
+      auto& job = jobs[group[j]];
+      auto& one = (*made)[j];
+      if (!one) { // the sample fails, not the worker
+        tell_first_traceback(log_, *entry.told, specs_[k].text,
+                             std::move(tracebacks[j]));
+        job.result = make_error(errc::transform_failure,
+                                describe(one.error()));
+        continue;
+      }
+      job.input.pixels = std::move(*one);
+    }
+    if (tally)
+      add_stage_time(tally->stages, specs_[k].text, group.size(),
+                     elapsed_ns(t0));
+  }
 }
 
 caf::expected<bool> transform_chain::apply_fused(sample_input& input,
@@ -353,35 +403,23 @@ caf::expected<cv::Mat> transform_chain::apply(sample_input input,
   return apply_planes(std::move(input), key, nullptr, tally);
 }
 
-caf::expected<cv::Mat> transform_chain::apply_planes(sample_input input,
-                                                     const draw_key& key,
-                                                     float* chw,
-                                                     chain_tally* tally) const {
-  size_t k = 0;
+caf::expected<size_t> transform_chain::apply_start(sample_input& input,
+                                                   const draw_key& key,
+                                                   float* chw,
+                                                   chain_tally* tally) const {
   auto t0 = std::chrono::steady_clock::now();
-  // The stage that ended now: its time since the last one's end.
-  auto stage_done = [&](const std::string& name) {
-    auto t1 = std::chrono::steady_clock::now();
-    add_stage_time(tally->stages, name, 1,
-                   static_cast<uint64_t>(
-                     std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       t1 - t0)
-                       .count()));
-    t0 = t1;
-  };
   if (fused_ > 0) {
     bool whole = chw != nullptr && fused_ == specs_.size();
     auto fused = apply_fused(input, key, tally, whole ? chw : nullptr);
     if (!fused)
       return std::move(fused.error());
-    if (*fused && tally)
-      stage_done(fused_name_);
-    if (*fused && whole)
-      return cv::Mat{}; // written into `chw`
-    if (*fused)
-      k = fused_;
+    if (*fused) {
+      if (tally)
+        add_stage_time(tally->stages, fused_name_, 1, elapsed_ns(t0));
+      return fused_;
+    }
   }
-  if (k == 0 && tally && !specs_.empty() && defs_[0].takes_files) {
+  if (tally && !specs_.empty() && defs_[0].takes_files) {
     // The whole file decoded: every pixel of it made.
     auto d0 = std::chrono::steady_clock::now();
     if (auto err = defs_[0].apply(specs_[0], input, rng_for(key, 0)))
@@ -390,16 +428,88 @@ caf::expected<cv::Mat> transform_chain::apply_planes(sample_input input,
     ++tally->files;
     tally->decoded_pixels += input.pixels.total();
     tally->file_pixels += input.pixels.total();
-    stage_done(specs_[0].text);
-    k = 1;
+    add_stage_time(tally->stages, specs_[0].text, 1, elapsed_ns(t0));
+    return size_t{1};
   }
-  for (; k < specs_.size(); ++k) {
+  return size_t{0};
+}
+
+caf::error transform_chain::apply_entries(sample_input& input,
+                                          const draw_key& key, size_t k,
+                                          size_t end,
+                                          chain_tally* tally) const {
+  for (; k < end; ++k) {
+    auto t0 = std::chrono::steady_clock::now();
     if (auto err = defs_[k].apply(specs_[k], input, rng_for(key, k)))
       return err;
     if (tally)
-      stage_done(specs_[k].text);
+      add_stage_time(tally->stages, specs_[k].text, 1, elapsed_ns(t0));
   }
+  return caf::none;
+}
+
+caf::expected<cv::Mat> transform_chain::apply_planes(sample_input input,
+                                                     const draw_key& key,
+                                                     float* chw,
+                                                     chain_tally* tally) const {
+  if (!python_.empty()) { // one sample, one crossing
+    std::vector<chain_job> one(1);
+    one[0].input = std::move(input);
+    one[0].key = key;
+    apply_many(one, tally);
+    return std::move(one[0].result);
+  }
+  auto k = apply_start(input, key, chw, tally);
+  if (!k)
+    return std::move(k.error());
+  if (*k == specs_.size() && chw != nullptr && fused_ == specs_.size())
+    return cv::Mat{}; // written into `chw`
+  if (auto err = apply_entries(input, key, *k, specs_.size(), tally))
+    return err;
   return to_float(input.pixels);
+}
+
+void transform_chain::apply_many(std::vector<chain_job>& jobs,
+                                 chain_tally* tally) const {
+  if (python_.empty()) {
+    for (auto& job : jobs)
+      if (job.result)
+        job.result = apply_planes(std::move(job.input), job.key, nullptr,
+                                  tally);
+    return;
+  }
+  // Each job's next entry; a job whose result is an error is done.
+  std::vector<size_t> next(jobs.size(), 0);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!jobs[i].result)
+      continue;
+    auto k = apply_start(jobs[i].input, jobs[i].key, nullptr, tally);
+    if (!k)
+      jobs[i].result = std::move(k.error());
+    else
+      next[i] = *k;
+  }
+  for (size_t p = 0; p <= python_.size(); ++p) {
+    // Up to the next Python entry (or the end), sample by sample.
+    size_t stop = p < python_.size() ? python_[p].index : specs_.size();
+    std::vector<size_t> live;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (!jobs[i].result)
+        continue;
+      if (auto err = apply_entries(jobs[i].input, jobs[i].key, next[i], stop,
+                                   tally)) {
+        jobs[i].result = std::move(err);
+        continue;
+      }
+      next[i] = stop + 1;
+      live.push_back(i);
+    }
+    if (p < python_.size())
+      apply_python(stop, jobs, live, tally);
+  }
+  for (auto& job : jobs)
+    if (job.result)
+      job.result = to_float(job.input.pixels);
 }
 
 caf::expected<cv::Mat> apply_chain(const std::vector<transform_spec>& chain,

@@ -58,6 +58,15 @@ struct python_binding {
   std::shared_ptr<const log_sink> log;
 };
 
+/// One sample of a batch for transform_chain::apply_many(): its input and
+/// key in, apply()'s result out. A job whose result is an error when it
+/// goes in (a file that could not be read) is left as it is.
+struct chain_job {
+  sample_input input;
+  draw_key key;
+  caf::expected<cv::Mat> result{cv::Mat{}};
+};
+
 /// A checked chain bound to its transforms' definitions (copies: it does
 /// not refer to the registry), so a worker looks nothing up per sample.
 /// Immutable: one chain serves every worker thread of a node at once.
@@ -98,6 +107,16 @@ public:
                                       float* chw,
                                       chain_tally* tally = nullptr) const;
 
+  /// apply() on every job, the same results bit for bit, but each bound
+  /// Python entry called once for all the jobs that reach it (one
+  /// exchange with a stage process a batch, not one a sample): the jobs
+  /// run entry by entry up to it, then on. On the calling thread.
+  void apply_many(std::vector<chain_job>& jobs,
+                  chain_tally* tally = nullptr) const;
+
+  /// Whether a Python entry is bound (apply_many() then saves crossings).
+  bool has_python_stage() const noexcept { return !python_.empty(); }
+
   /// Runs the chain's per-batch entry (python-batch(...), bound with a
   /// node's python settings) on `batch`, float32 CHW images of samples
   /// that came out of apply_planes(): the images are replaced, the labels
@@ -130,6 +149,33 @@ private:
   // false for a file it does not take.
   caf::expected<bool> apply_fused(sample_input& input, const draw_key& key,
                                   chain_tally* tally, float* chw) const;
+
+  // The start of apply_planes(): the fused entries or the decode, timed.
+  // The entry to go on from, or specs_.size() where the planes are
+  // written into `chw` already.
+  caf::expected<size_t> apply_start(sample_input& input, const draw_key& key,
+                                    float* chw, chain_tally* tally) const;
+
+  // Entries [k, end) of the chain on one sample, each timed.
+  caf::error apply_entries(sample_input& input, const draw_key& key,
+                           size_t k, size_t end, chain_tally* tally) const;
+
+  // A bound python(...) or python-pil(...) entry on the jobs that reach it
+  // (`live`: their indices), in one call of its pool.
+  void apply_python(size_t k, std::vector<chain_job>& jobs,
+                    const std::vector<size_t>& live,
+                    chain_tally* tally) const;
+
+  // A bound Python entry: its processes; whether the pixels reaching it
+  // are the fused pass's [0, 1] floats to give back as the bytes the
+  // unfused chain has there; its first traceback logged yet.
+  struct python_entry {
+    size_t index = 0;
+    std::shared_ptr<python_stage_pool> pool;
+    bool after_fused_bytes = false;
+    std::shared_ptr<std::atomic<bool>> told;
+  };
+  std::vector<python_entry> python_; // by index, ascending
 
   // The per-batch entry taken off the end of the chain (python-batch), its
   // place in the chain (its generator's), and its processes.
