@@ -422,9 +422,9 @@ python_stage_process::call_many(const std::vector<cv::Mat>& images,
   // The memory: the count of samples done (the process's progress, which
   // keeps the deadline at call_timeout a sample), a record of 8 words a
   // sample from byte 64 (seed, h, w, c, dtype, where its pixels are, where
-  // the result goes, 0), then the pixels, each image's input and output
-  // at 64-byte boundaries. A sample this side refuses is not sent (its
-  // record's h is 0).
+  // the result goes, 0), then the pixels, each image at a 64-byte
+  // boundary. A sample this side refuses is not sent (its record's h is
+  // 0).
   constexpr size_t words = 8;
   constexpr size_t records_at = 64;
   size_t at = aligned(records_at + n * words * sizeof(uint64_t));
@@ -457,9 +457,9 @@ python_stage_process::call_many(const std::vector<cv::Mat>& images,
     r[2] = static_cast<uint64_t>(image.cols);
     r[3] = static_cast<uint64_t>(image.channels());
     r[4] = depth == CV_8U ? 0u : 1u;
-    r[5] = at;
-    r[6] = aligned(at + bytes);
-    at = aligned(r[6] + bytes);
+    r[5] = at; // the result comes back in its place: half the memory
+    r[6] = at; // to pass through the cache, no copy where it is unchanged
+    at = aligned(at + bytes);
   }
   if (auto err = grow(at))
     return err;

@@ -11,7 +11,8 @@ namespace stoker {
 // function raised (or the import failed), 2 it returned the wrong thing.
 // Kind 3: n HWC samples (the head's images n), each described by a
 // record of 8 u64 from byte 64 of the memory (seed, h, w, c, dtype, where its
-// pixels are, where the result goes, 0; h 0: not sent); the function gets
+// pixels are, where the result goes (it may be the same place), 0; h 0:
+// not sent); the function gets
 // each CHW and returns it so; the head's last word 1 (python-pil) hands
 // it a PIL image instead (8-bit, 1, 3 or 4 channels) and takes one back
 // of the same mode and size. The memory's first u64 counts the samples
@@ -173,8 +174,10 @@ def tensor_call(seed, h, w, c, dt, in_at, out_at):
             views.clear()
         x = torch.frombuffer(mm, dtype=dtype, count=n, offset=in_at)
         out = torch.frombuffer(mm, dtype=dtype, count=n, offset=out_at)
-        views[key] = (x.view(h, w, c).permute(2, 0, 1), out.view(h, w, c))
-    x, out = views[key]
+        lo = x.data_ptr()
+        views[key] = (x.view(h, w, c).permute(2, 0, 1), out.view(h, w, c),
+                      lo, lo + n * x.element_size())
+    x, out, lo, hi = views[key]
     seed_all(seed)
     try:
         y = fn(x)
@@ -184,6 +187,10 @@ def tensor_call(seed, h, w, c, dt, in_at, out_at):
             or tuple(y.shape) != (c, h, w)):
         return (2, f'returned {described(y)}; expected a {dtype} tensor '
                    f'of shape (C, H, W) = ({c}, {h}, {w})')
+    if y is x and in_at == out_at:
+        return None  # changed in place, or not at all: it is there
+    if lo <= y.data_ptr() < hi:
+        y = y.clone()  # a view of the input: read before it is overwritten
     out.copy_(y.permute(1, 2, 0))
     return None
 

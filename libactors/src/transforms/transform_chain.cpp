@@ -265,9 +265,9 @@ void transform_chain::apply_python(size_t k, std::vector<chain_job>& jobs,
                               [k](const python_entry& e) {
                                 return e.index == k;
                               });
-  // In groups of up to 8 MiB in and out: each group is one wake-up of the
-  // process, and stays in the last-level cache (a whole batch of float
-  // images would pass 77 MB through memory: 6x the function's own time).
+  // In groups of up to 8 MiB: each group is one wake-up of the process,
+  // and stays in the last-level cache (a whole batch of float images
+  // would pass 77 MB through memory: 6x the function's own time).
   constexpr size_t group_bytes = size_t{8} << 20;
   for (size_t b = 0; b < live.size();) {
     auto t0 = std::chrono::steady_clock::now();
@@ -281,7 +281,7 @@ void transform_chain::apply_python(size_t k, std::vector<chain_job>& jobs,
       cv::Mat in = jobs[i].input.pixels;
       if (entry.after_fused_bytes && in.depth() == CV_32F)
         in.convertTo(in, CV_8U, 255.0);
-      bytes += 2 * in.total() * in.elemSize();
+      bytes += in.total() * in.elemSize();
       auto words = rng_for(jobs[i].key, k).block(0);
       group.push_back(i);
       images.push_back(std::move(in));
