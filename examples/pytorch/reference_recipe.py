@@ -5,10 +5,11 @@ name, so they live at the top of a module, not in __main__.
 
 Stoker runs decode, RandomResizedCrop and the flip in C++ (one pass over
 the JPEG's needed rows and columns), hands each sample to these in a
-worker's stage process as a uint8 CHW tensor (TrivialAugmentWide) or a
-float32 one after to-tensor and normalize (RandomErasing), with torch's
-generator seeded per sample: the same draws on any worker; then the
-whole batch to MixUp or CutMix (mixup_cutmix), which makes soft labels.
+worker's stage process as a PIL image (TrivialAugmentWide, python-pil) or
+a float32 CHW tensor after to-tensor and normalize (RandomErasing), with
+torch's generator seeded per sample: the same draws on any worker; then
+the whole batch to MixUp or CutMix (mixup_cutmix), which makes soft
+labels.
 """
 
 import math
@@ -57,8 +58,11 @@ def mixup_cutmix(images: torch.Tensor, labels: torch.Tensor):
 def train_transforms(crop: int = 224) -> list:
     """The recipe's train chain for stoker.DataLoader(transforms=...)."""
     norm = ", ".join(str(v) for v in MEAN + STD)
+    # TrivialAugmentWide on a PIL image (python-pil), as the recipe's PIL
+    # backend runs it: 2-3x faster than on a tensor.
     return ["decode", f"random-resized-crop({crop})", "horizontal-flip",
-            trivial_wide, "to-tensor", f"normalize({norm})", random_erasing,
+            "python-pil(reference_recipe:trivial_wide)", "to-tensor",
+            f"normalize({norm})", random_erasing,
             "python-batch(reference_recipe:mixup_cutmix)"]
 
 

@@ -281,6 +281,17 @@ twice = Scale()
         stoker.DataLoader(transforms=[lambda x: x, "to-tensor"])
 
 
+def test_a_stage_written_as_an_entry_gets_this_interpreter_and_path():
+    import sys
+    from stoker._config import python_stage_keys
+    for entry in ("python(m:f)", "python-pil(m:f)", " python-batch (m:f)"):
+        keys = python_stage_keys({}, ["to-tensor", entry])
+        assert keys["python"]["executable"] == sys.executable, entry
+        assert keys["python"]["path"], entry
+    # A chain without one leaves the python section alone.
+    assert "python" not in python_stage_keys({}, ["to-tensor"])
+
+
 def running(pid):
     """Whether `pid` is a process that has not ended (a zombie has)."""
     try:
@@ -411,7 +422,7 @@ def test_the_reference_recipe_example_trains_with_its_python_stages(
     assert done.returncode == 0, out
     assert "epoch 0 step 2 loss" in out, out
     assert "2 steps; stages per sample:" in out, out
-    for stage in ("python(reference_recipe:trivial_wide)",
+    for stage in ("python-pil(reference_recipe:trivial_wide)",
                   "python(reference_recipe:random_erasing)",
                   "python-batch(reference_recipe:mixup_cutmix)"):
         assert stage in out, out

@@ -290,10 +290,10 @@ void transform_chain::apply_python(size_t k, std::vector<chain_job>& jobs,
     std::vector<std::string> tracebacks;
     auto made = entry.pool->call_many(images, seeds, &tracebacks);
     if (!made) {
-      // Its process ended in the call (twice) or a sample ran past
-      // python.call-timeout: each sample alone then, so one that kills its
-      // process or hangs fails by itself, as it would alone (a hang costs
-      // its timeout twice).
+      // Its process ended in the call (twice) or a sample ran past its
+      // call timeout (a minute): each sample alone then, so one that kills
+      // its process or hangs fails by itself, as it would alone (a hang
+      // costs its timeout twice).
       std::vector<caf::expected<cv::Mat>> each;
       tracebacks.assign(group.size(), std::string{});
       for (size_t j = 0; j < group.size(); ++j)
