@@ -429,6 +429,23 @@ BOOST_AUTO_TEST_CASE(a_batch_of_samples_crosses_once_and_each_fails_alone) {
   BOOST_TEST((*p)->alive());
 }
 
+BOOST_AUTO_TEST_CASE(a_fused_passs_floats_cross_as_the_bytes_they_stand_for) {
+  module_dir m;
+  auto options = m.options("invert");
+  options.bytes_from_floats = true;
+  auto p = python_stage_process::start(options);
+  BOOST_REQUIRE_MESSAGE(p, why(p));
+  cv::Mat floats(3, 4, CV_32FC3);
+  cv::randu(floats, cv::Scalar::all(0.0), cv::Scalar::all(1.0));
+  auto out = (*p)->call(floats, 1);
+  BOOST_REQUIRE_MESSAGE(out, why(out));
+  BOOST_TEST(out->type() == CV_8UC3); // 8-bit, as the unfused chain's
+  cv::Mat bytes;
+  floats.convertTo(bytes, CV_8U, 255.0);
+  cv::Mat expected = cv::Scalar::all(255) - bytes;
+  BOOST_TEST(bytes_of(*out) == bytes_of(expected));
+}
+
 BOOST_AUTO_TEST_CASE(a_call_timeout_is_each_samples_not_the_batchs) {
   module_dir m;
   auto options = m.options("slow_invert");

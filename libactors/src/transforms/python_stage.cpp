@@ -429,6 +429,7 @@ python_stage_process::call_many(const std::vector<cv::Mat>& images,
   constexpr size_t records_at = 64;
   size_t at = aligned(records_at + n * words * sizeof(uint64_t));
   std::vector<uint64_t> records(n * words, 0);
+  std::vector<int> types(n, 0); // as they cross
   for (size_t i = 0; i < n; ++i) {
     const cv::Mat& image = images[i];
     int depth = image.depth();
@@ -441,6 +442,9 @@ python_stage_process::call_many(const std::vector<cv::Mat>& images,
                                 + std::to_string(image.type()));
       continue;
     }
+    if (options_.bytes_from_floats && depth == CV_32F)
+      depth = CV_8U;
+    types[i] = CV_MAKETYPE(depth, image.channels());
     if (options_.pil && (depth != CV_8U || image.channels() == 2)) {
       out.back() = make_error(
         errc::io_failure,
@@ -450,7 +454,7 @@ python_stage_process::call_many(const std::vector<cv::Mat>& images,
           + " pixels");
       continue;
     }
-    size_t bytes = image.total() * image.elemSize();
+    size_t bytes = image.total() * CV_ELEM_SIZE(types[i]);
     uint64_t* r = &records[i * words];
     r[0] = seeds[i];
     r[1] = static_cast<uint64_t>(image.rows);
@@ -471,10 +475,11 @@ python_stage_process::call_many(const std::vector<cv::Mat>& images,
     if (r[1] == 0)
       continue;
     const cv::Mat& image = images[i];
-    size_t row = static_cast<size_t>(image.cols) * image.elemSize();
-    for (int y = 0; y < image.rows; ++y)
-      std::memcpy(map_ + r[5] + static_cast<size_t>(y) * row, image.ptr(y),
-                  row);
+    cv::Mat place(image.rows, image.cols, types[i], map_ + r[5]);
+    if (types[i] != image.type()) // a fused pass's floats: bytes, there
+      image.convertTo(place, CV_8U, 255.0);
+    else
+      image.copyTo(place);
   }
   uint64_t head[10] = {3, 0, 0, 0, 0, 0, mapped_, 0, n,
                        options_.pil ? 1u : 0u};
@@ -487,8 +492,8 @@ python_stage_process::call_many(const std::vector<cv::Mat>& images,
     if (r[1] == 0)
       continue;
     const cv::Mat& image = images[i];
-    cv::Mat made(image.rows, image.cols, image.type());
-    std::memcpy(made.data, map_ + r[6], image.total() * image.elemSize());
+    cv::Mat made(image.rows, image.cols, types[i]);
+    std::memcpy(made.data, map_ + r[6], made.total() * made.elemSize());
     out[i] = std::move(made);
   }
   // The samples that failed: [[index, status, text], ...].

@@ -38,6 +38,11 @@ struct python_stage_options {
   /// pixels of 1, 3 or 4 channels (modes L, RGB, RGBA) in, the same mode
   /// and size out. Otherwise a torch tensor (CHW).
   bool pil = false;
+  /// Float32 images come as [0, 1] floats that stand for bytes (a fused
+  /// pass's, where the unfused chain has 8-bit pixels): they cross as
+  /// uint8 (x 255, rounded), converted straight into the shared memory,
+  /// and come back 8-bit.
+  bool bytes_from_floats = false;
   /// The interpreter (python.executable): one with torch, as the function
   /// needs.
   std::string executable = "/usr/bin/python3";

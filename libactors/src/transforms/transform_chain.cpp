@@ -27,11 +27,13 @@ uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
 // before any sample.
 caf::expected<std::shared_ptr<python_stage_pool>>
 stage_pool(const std::string& ref, std::string entry,
-           const python_binding& python, bool pil = false) {
+           const python_binding& python, bool pil = false,
+           bool bytes_from_floats = false) {
   python_stage_options options;
   options.ref = ref;
   options.entry = std::move(entry);
   options.pil = pil;
+  options.bytes_from_floats = bytes_from_floats;
   options.executable = python.spec.executable;
   options.path = python.spec.path;
   auto pool = std::make_shared<python_stage_pool>(std::move(options),
@@ -238,21 +240,22 @@ caf::error transform_chain::apply_batch(image_batch& batch, uint64_t seed,
 caf::error transform_chain::bind_python(size_t k,
                                         const python_binding& python) {
   bool pil = specs_[k].name == "python-pil";
+  // Right after a fused crop without to-tensor the pixels come as the
+  // pass's [0, 1] floats; the function is promised the bytes the unfused
+  // chain has there (made as they cross: no pass of their own).
+  bool after_fused_bytes = fused_ == k && fused_ > 0
+                           && (fused_ == crop_entries_
+                               || specs_[fused_ - 1].name
+                                    == "horizontal-flip");
   auto pool = stage_pool(specs_[k].ref,
                          pil ? "python-pil(" + specs_[k].ref + ")"
                              : std::string{},
-                         python, pil);
+                         python, pil, after_fused_bytes);
   if (!pool)
     return std::move(pool.error());
   python_entry e;
   e.index = k;
   e.pool = std::move(*pool);
-  // Right after a fused crop without to-tensor the pixels come as the
-  // pass's [0, 1] floats; the function is promised the bytes the unfused
-  // chain has there.
-  e.after_fused_bytes = fused_ == k && fused_ > 0
-                        && (fused_ == crop_entries_
-                            || specs_[fused_ - 1].name == "horizontal-flip");
   e.told = std::make_shared<std::atomic<bool>>(false);
   python_.push_back(std::move(e));
   return caf::none;
@@ -278,13 +281,11 @@ void transform_chain::apply_python(size_t k, std::vector<chain_job>& jobs,
                                                || bytes < group_bytes);
          ++b) {
       auto i = live[b];
-      cv::Mat in = jobs[i].input.pixels;
-      if (entry.after_fused_bytes && in.depth() == CV_32F)
-        in.convertTo(in, CV_8U, 255.0);
+      const cv::Mat& in = jobs[i].input.pixels;
       bytes += in.total() * in.elemSize();
       auto words = rng_for(jobs[i].key, k).block(0);
       group.push_back(i);
-      images.push_back(std::move(in));
+      images.push_back(in);
       seeds.push_back(python_stage_seed(words[0], words[1]));
     }
     std::vector<std::string> tracebacks;

@@ -166,13 +166,11 @@ private:
                     const std::vector<size_t>& live,
                     chain_tally* tally) const;
 
-  // A bound Python entry: its processes; whether the pixels reaching it
-  // are the fused pass's [0, 1] floats to give back as the bytes the
-  // unfused chain has there; its first traceback logged yet.
+  // A bound Python entry: its place, its processes, its first traceback
+  // logged yet.
   struct python_entry {
     size_t index = 0;
     std::shared_ptr<python_stage_pool> pool;
-    bool after_fused_bytes = false;
     std::shared_ptr<std::atomic<bool>> told;
   };
   std::vector<python_entry> python_; // by index, ascending
