@@ -493,7 +493,7 @@ BOOST_AUTO_TEST_CASE(a_pil_stage_gets_a_pil_image_and_must_give_one_back) {
              describe(wrong.error()));
 }
 
-BOOST_AUTO_TEST_CASE(a_chain_calls_its_stage_once_a_batch_with_apply_s_results) {
+BOOST_AUTO_TEST_CASE(a_chain_crosses_once_a_group_with_apply_s_results) {
   module_dir m;
   python_binding python;
   python.spec.path = {m.dir.string()};
