@@ -15,6 +15,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "stoker/errors.hpp"
+#include "kernels/augment_ops.hpp"
 #include "kernels/blur.hpp"
 #include "kernels/jpeg_region.hpp"
 #include "transforms/transform_chain.hpp"
@@ -125,6 +126,40 @@ BOOST_AUTO_TEST_CASE(a_pil_stage_takes_bytes_of_1_3_or_4_channels) {
                                       "to-tensor"}),
                             builtins);
   BOOST_REQUIRE_EQUAL(eval.size(), 1u); // an augmentation: not in eval
+}
+
+BOOST_AUTO_TEST_CASE(trivial_augment_wide_draws_its_op_from_the_samples_key) {
+  BOOST_TEST(has(chain_error({"to-tensor", "trivial-augment-wide"},
+                             {28, 28, 3}),
+                 "expected 8-bit pixels: put it before to-tensor"));
+  BOOST_TEST(has(chain_error({"trivial-augment-wide(2)"}, {28, 28, 3}),
+                 "expected 0 (nearest) or 1 (bilinear) sampling"));
+  BOOST_TEST(has(chain_error({"trivial-augment-wide"}, {28, 28, 4}),
+                 "expected 1 or 3 channels; the chain has 4"));
+  BOOST_TEST(eval_chain_of(chain_of({"trivial-augment-wide", "to-tensor"}),
+                           builtins)
+               .size()
+             == 1u); // an augmentation: not in eval
+  cv::Mat img(16, 20, CV_8UC3);
+  cv::randu(img, cv::Scalar::all(0), cv::Scalar::all(255));
+  auto chain = chain_of({"trivial-augment-wide(1)", "to-tensor"});
+  size_t real_ops = 0;
+  for (uint64_t id = 0; id < 40; ++id) {
+    draw_key key{5, 1, id};
+    sample_input in;
+    in.pixels = img;
+    auto out = apply_chain(chain, in, key, builtins);
+    BOOST_REQUIRE(out);
+    // Entry 0's own generator picks the op, as any worker would.
+    auto d = draw_trivial_wide(counter_rng{{5, 1, id, rng_stage::transforms}});
+    cv::Mat expected;
+    apply_augment_op(img, d.op, d.magnitude, augment_sampling::bilinear)
+      .convertTo(expected, CV_32F, 1.0 / 255.0);
+    BOOST_TEST(values(*out) == values(expected));
+    real_ops += cv::norm(*out, expected, cv::NORM_INF) == 0
+               && d.op != augment_op::identity;
+  }
+  BOOST_TEST(real_ops > 30u); // most draws are not the identity
 }
 
 BOOST_AUTO_TEST_CASE(a_chain_says_what_shape_comes_out) {

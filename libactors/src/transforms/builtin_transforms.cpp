@@ -8,6 +8,7 @@
 
 #include "stoker/errors.hpp"
 #include "stoker/registry.hpp"
+#include "kernels/augment_ops.hpp"
 #include "kernels/blur.hpp"
 #include "kernels/image_ops.hpp"
 #include "kernels/jpeg_region.hpp"
@@ -281,6 +282,43 @@ void add_builtin_transforms(registry& reg) {
   });
   flip.eval = dropped_in_eval;
   must_add(reg.add(std::move(flip)));
+
+  // torchvision's TrivialAugmentWide on 8-bit pixels: one of its 14 ops
+  // at a magnitude drawn from the sample's own generator.
+  auto wide = define("trivial-augment-wide", 0, 1,
+                     "trivial-augment-wide([BILINEAR]) with BILINEAR 0 "
+                     "(nearest, torchvision's default) or 1");
+  wide.check = [](const entry_spec& t, chain_state& st) {
+    if (!t.args.empty() && t.args[0] != 0 && t.args[0] != 1)
+      return transform_error(t, "expected 0 (nearest) or 1 (bilinear) "
+                                "sampling");
+    if (st.encoded)
+      return transform_error(t, "expected decoded pixels: put it after "
+                                "decode");
+    if (st.is_float)
+      return transform_error(t, "expected 8-bit pixels: put it before "
+                                "to-tensor");
+    auto c = st.shape.channels;
+    if (c != 0 && c != 1 && c != 3)
+      return transform_error(t, "expected 1 or 3 channels; the chain has "
+                                + std::to_string(c));
+    return caf::error{};
+  };
+  wide.apply = pixels([](auto& a, const cv::Mat& img,
+                         const counter_rng& rng) {
+    auto d = draw_trivial_wide(rng);
+    bool bilinear = !a.empty() && a[0] == 1;
+    // Right after the fused crop the pass's [0, 1] floats: the bytes the
+    // unfused chain has there.
+    cv::Mat bytes = img;
+    if (img.depth() == CV_32F)
+      img.convertTo(bytes, CV_8U, 255.0);
+    return apply_augment_op(bytes, d.op, d.magnitude,
+                            bilinear ? augment_sampling::bilinear
+                                     : augment_sampling::nearest);
+  });
+  wide.eval = dropped_in_eval;
+  must_add(reg.add(std::move(wide)));
 
   auto tensor = define("to-tensor", 0, 0, "to-tensor");
   tensor.check = [](const entry_spec&, chain_state& st) {

@@ -1,0 +1,378 @@
+#include "kernels/augment_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace stoker {
+
+namespace {
+
+constexpr double pi = 3.14159265358979323846;
+
+// torchvision's _blend on uint8: float32 products and sum, clamped, then
+// truncated (Tensor.to(uint8)). `other(i)` is the second image's value at
+// element i (as float).
+template <class Other>
+cv::Mat blend(const cv::Mat& img, double ratio, Other other) {
+  cv::Mat out(img.size(), img.type());
+  auto r = static_cast<float>(ratio);
+  auto q = static_cast<float>(1.0 - ratio);
+  const uint8_t* a = img.ptr<uint8_t>();
+  uint8_t* o = out.ptr<uint8_t>();
+  size_t n = img.total() * static_cast<size_t>(img.channels());
+  for (size_t i = 0; i < n; ++i) {
+    float first = r * static_cast<float>(a[i]);
+    float second = q * other(i);
+    float v = std::min(std::max(first + second, 0.0f), 255.0f);
+    o[i] = static_cast<uint8_t>(v);
+  }
+  return out;
+}
+
+// rgb_to_grayscale's uint8 value of pixel `p` (3 channels).
+uint8_t gray_of(const uint8_t* p) {
+  float l = 0.2989f * static_cast<float>(p[0])
+            + 0.587f * static_cast<float>(p[1]);
+  l = l + 0.114f * static_cast<float>(p[2]);
+  return static_cast<uint8_t>(l);
+}
+
+cv::Mat saturation(const cv::Mat& img, double factor) {
+  if (img.channels() == 1) // torchvision: as PIL, a gray image stays
+    return img.clone();
+  std::vector<uint8_t> gray(img.total());
+  const uint8_t* p = img.ptr<uint8_t>();
+  for (size_t i = 0; i < gray.size(); ++i)
+    gray[i] = gray_of(p + 3 * i);
+  return blend(img, factor, [&](size_t i) {
+    return static_cast<float>(gray[i / 3]);
+  });
+}
+
+cv::Mat contrast(const cv::Mat& img, double factor) {
+  // The mean of the gray image (or of the one channel): a sum of integers,
+  // exact in float32 below 2^24, as torch's reduction has it then.
+  const uint8_t* p = img.ptr<uint8_t>();
+  uint64_t sum = 0;
+  for (size_t i = 0; i < img.total(); ++i)
+    sum += img.channels() == 3 ? gray_of(p + 3 * i) : p[i];
+  float mean = static_cast<float>(sum) / static_cast<float>(img.total());
+  return blend(img, factor, [mean](size_t) { return mean; });
+}
+
+cv::Mat sharpness(const cv::Mat& img, double factor) {
+  int h = img.rows;
+  int w = img.cols;
+  int c = img.channels();
+  if (h <= 2 || w <= 2)
+    return img.clone();
+  // The degenerate image: the 3x3 kernel [1 1 1; 1 5 1; 1 1 1] / 13 inside,
+  // rounded (never near a tie: an integer over 13), the border as it is.
+  cv::Mat degenerate = img.clone();
+  for (int y = 1; y < h - 1; ++y)
+    for (int x = 1; x < w - 1; ++x)
+      for (int k = 0; k < c; ++k) {
+        int s = 0;
+        for (int dy = -1; dy <= 1; ++dy)
+          for (int dx = -1; dx <= 1; ++dx)
+            s += img.ptr<uint8_t>(y + dy)[(x + dx) * c + k];
+        s += 4 * img.ptr<uint8_t>(y)[x * c + k];
+        degenerate.ptr<uint8_t>(y)[x * c + k] = static_cast<uint8_t>(
+          std::nearbyint(static_cast<double>(s) / 13.0));
+      }
+  const uint8_t* d = degenerate.ptr<uint8_t>();
+  return blend(img, factor,
+               [d](size_t i) { return static_cast<float>(d[i]); });
+}
+
+cv::Mat auto_contrast(const cv::Mat& img) {
+  int c = img.channels();
+  std::vector<float> low(static_cast<size_t>(c), 255.0f);
+  std::vector<float> scale(static_cast<size_t>(c), 1.0f);
+  const uint8_t* p = img.ptr<uint8_t>();
+  size_t n = img.total();
+  for (int k = 0; k < c; ++k) {
+    uint8_t lo = 255;
+    uint8_t hi = 0;
+    for (size_t i = 0; i < n; ++i) {
+      lo = std::min(lo, p[i * c + k]);
+      hi = std::max(hi, p[i * c + k]);
+    }
+    if (lo == hi) { // torchvision: an infinite scale becomes 1, the min 0
+      low[k] = 0.0f;
+      scale[k] = 1.0f;
+    } else {
+      low[k] = lo;
+      scale[k] = 255.0f / static_cast<float>(hi - lo);
+    }
+  }
+  cv::Mat out(img.size(), img.type());
+  uint8_t* o = out.ptr<uint8_t>();
+  for (size_t i = 0; i < n * c; ++i) {
+    auto k = i % static_cast<size_t>(c);
+    float v = (static_cast<float>(p[i]) - low[k]) * scale[k];
+    o[i] = static_cast<uint8_t>(std::min(std::max(v, 0.0f), 255.0f));
+  }
+  return out;
+}
+
+cv::Mat equalize(const cv::Mat& img) {
+  int c = img.channels();
+  size_t n = img.total();
+  const uint8_t* p = img.ptr<uint8_t>();
+  cv::Mat out = img.clone();
+  uint8_t* o = out.ptr<uint8_t>();
+  for (int k = 0; k < c; ++k) {
+    std::array<int64_t, 256> hist{};
+    for (size_t i = 0; i < n; ++i)
+      ++hist[p[i * c + k]];
+    // torchvision's _scale_channel: the step from every nonzero bin but
+    // the last; none (a flat channel) leaves it.
+    int64_t last = 0;
+    int64_t total = 0;
+    for (auto count : hist)
+      if (count != 0) {
+        total += count;
+        last = count;
+      }
+    int64_t step = (total - last) / 255;
+    if (step == 0)
+      continue;
+    std::array<uint8_t, 256> lut{};
+    int64_t cumulative = 0;
+    for (size_t v = 0; v < 256; ++v) { // shifted by one: lut[0] is 0
+      int64_t value = v == 0 ? 0 : (cumulative + step / 2) / step;
+      lut[v] = static_cast<uint8_t>(std::min<int64_t>(value, 255));
+      cumulative += hist[v];
+    }
+    for (size_t i = 0; i < n; ++i)
+      o[i * c + k] = lut[p[i * c + k]];
+  }
+  return out;
+}
+
+// torchvision's _get_inverse_affine_matrix (inverted, scale 1): output
+// position relative to `center` -> input position.
+std::array<double, 6> inverse_affine(double cx, double cy, double angle,
+                                     double tx, double ty, double shear_x,
+                                     double shear_y) {
+  double rot = angle * pi / 180.0;
+  double sx = shear_x * pi / 180.0;
+  double sy = shear_y * pi / 180.0;
+  double a = std::cos(rot - sy) / std::cos(sy);
+  double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
+  double c = std::sin(rot - sy) / std::cos(sy);
+  double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
+  std::array<double, 6> m{d, -b, 0.0, -c, a, 0.0};
+  m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
+  m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
+  m[2] += cx;
+  m[5] += cy;
+  return m;
+}
+
+// F_t.affine's grid and grid_sample (zeros outside, align_corners False):
+// output pixel (x, y) samples the input at m applied to its position from
+// the centre, plus (size - 1) / 2.
+cv::Mat warp(const cv::Mat& img, const std::array<double, 6>& m,
+             augment_sampling sampling) {
+  int h = img.rows;
+  int w = img.cols;
+  int c = img.channels();
+  cv::Mat out = cv::Mat::zeros(img.size(), img.type());
+  auto at = [&](int y, int x, int k) -> double {
+    if (x < 0 || y < 0 || x >= w || y >= h)
+      return 0.0;
+    return img.ptr<uint8_t>(y)[x * c + k];
+  };
+  for (int y = 0; y < h; ++y) {
+    double gy = y - h * 0.5 + 0.5;
+    for (int x = 0; x < w; ++x) {
+      double gx = x - w * 0.5 + 0.5;
+      double ix = m[0] * gx + m[1] * gy + m[2] + (w - 1) * 0.5;
+      double iy = m[3] * gx + m[4] * gy + m[5] + (h - 1) * 0.5;
+      uint8_t* o = out.ptr<uint8_t>(y) + x * c;
+      if (sampling == augment_sampling::nearest) {
+        auto sx = static_cast<int>(std::nearbyint(ix));
+        auto sy = static_cast<int>(std::nearbyint(iy));
+        for (int k = 0; k < c; ++k)
+          o[k] = static_cast<uint8_t>(at(sy, sx, k));
+        continue;
+      }
+      auto x0 = static_cast<int>(std::floor(ix));
+      auto y0 = static_cast<int>(std::floor(iy));
+      double fx = ix - x0;
+      double fy = iy - y0;
+      for (int k = 0; k < c; ++k) {
+        double v = (1 - fy) * ((1 - fx) * at(y0, x0, k) + fx * at(y0, x0 + 1, k))
+                   + fy * ((1 - fx) * at(y0 + 1, x0, k)
+                           + fx * at(y0 + 1, x0 + 1, k));
+        o[k] = static_cast<uint8_t>(
+          std::min(std::max(std::nearbyint(v), 0.0), 255.0));
+      }
+    }
+  }
+  return out;
+}
+
+// torch.linspace(0, 0.99, 31) and (0, 32, 31) as torch 1.13 holds them:
+// its vectorised kernel rounds a few values differently from the formula
+// below (bins 19 and 25 of the first, 13, 17 and 24 of the second).
+constexpr std::array<float, trivial_wide_bins> factor_bins{
+  0.0f,       0.033f,      0.066f, 0.099f, 0.132f,      0.16499999f,
+  0.198f,     0.231f,      0.264f, 0.297f, 0.32999998f, 0.363f,
+  0.396f,     0.429f,      0.462f, 0.495f, 0.528f,      0.561f,
+  0.594f,     0.62700003f, 0.66f,  0.693f, 0.726f,      0.759f,
+  0.792f,     0.825f,      0.85800004f,    0.89100003f, 0.924f,
+  0.957f,     0.99f};
+constexpr std::array<float, trivial_wide_bins> pixel_bins{
+  0.0f,       1.0666667f, 2.1333334f, 3.2000003f, 4.266667f,  5.3333335f,
+  6.4000006f, 7.466667f,  8.533334f,  9.6f,       10.666667f, 11.733334f,
+  12.800001f, 13.866667f, 14.933334f, 16.0f,      17.066666f, 18.133333f,
+  19.199999f, 20.266666f, 21.333332f, 22.4f,      23.466667f, 24.533333f,
+  25.6f,      26.666666f, 27.733334f, 28.8f,      29.866667f, 30.933332f,
+  32.0f};
+
+// torch.linspace(start, end, steps)[i] in float32 by its scalar formula
+// (from the start up to the middle, from the end after): torch's values
+// for the rotation's and solarize's tables (tested).
+float linspace(float start, float end, size_t steps, size_t i) {
+  float step = (end - start) / static_cast<float>(steps - 1);
+  if (i < steps / 2)
+    return start + step * static_cast<float>(i);
+  return end - step * static_cast<float>(steps - i - 1);
+}
+
+} // namespace
+
+std::string_view augment_op_name(augment_op op) noexcept {
+  static constexpr std::array<std::string_view, augment_op_count> names{
+    "Identity",   "ShearX",     "ShearY",   "TranslateX",   "TranslateY",
+    "Rotate",     "Brightness", "Color",    "Contrast",     "Sharpness",
+    "Posterize",  "Solarize",   "AutoContrast", "Equalize"};
+  return names[static_cast<size_t>(op)];
+}
+
+bool augment_op_signed(augment_op op) noexcept {
+  switch (op) {
+    case augment_op::shear_x:
+    case augment_op::shear_y:
+    case augment_op::translate_x:
+    case augment_op::translate_y:
+    case augment_op::rotate:
+    case augment_op::brightness:
+    case augment_op::color:
+    case augment_op::contrast:
+    case augment_op::sharpness:
+      return true;
+    default:
+      return false;
+  }
+}
+
+double trivial_wide_magnitude(augment_op op, size_t bin) noexcept {
+  constexpr size_t n = trivial_wide_bins;
+  switch (op) {
+    case augment_op::shear_x:
+    case augment_op::shear_y:
+    case augment_op::brightness:
+    case augment_op::color:
+    case augment_op::contrast:
+    case augment_op::sharpness:
+      return factor_bins[bin];
+    case augment_op::translate_x:
+    case augment_op::translate_y:
+      return pixel_bins[bin];
+    case augment_op::rotate:
+      return linspace(0.0f, 135.0f, n, bin);
+    case augment_op::posterize: // 8 - round(i / 5): bits kept
+      return 8.0 - std::nearbyint(static_cast<float>(bin)
+                                  / static_cast<float>((n - 1) / 6.0));
+    case augment_op::solarize:
+      return linspace(255.0f, 0.0f, n, bin);
+    default:
+      return 0.0;
+  }
+}
+
+augment_draw draw_trivial_wide(const counter_rng& rng) noexcept {
+  auto words = rng.block(0);
+  auto pick = [](uint32_t word, uint64_t n) {
+    return static_cast<size_t>((uint64_t{word} * n) >> 32);
+  };
+  augment_draw d;
+  d.op = static_cast<augment_op>(pick(words[0], augment_op_count));
+  d.magnitude = trivial_wide_magnitude(d.op, pick(words[1],
+                                                  trivial_wide_bins));
+  if (augment_op_signed(d.op) && (words[2] & 1u))
+    d.magnitude = -d.magnitude;
+  return d;
+}
+
+cv::Mat apply_augment_op(const cv::Mat& input, augment_op op,
+                         double magnitude, augment_sampling sampling) {
+  cv::Mat img = input.isContinuous() ? input : input.clone();
+  int w = img.cols;
+  int h = img.rows;
+  switch (op) {
+    case augment_op::identity:
+      return img;
+    case augment_op::shear_x: // about the top-left corner (center [0, 0])
+      return warp(img,
+                  inverse_affine(-w * 0.5, -h * 0.5, 0.0, 0.0, 0.0,
+                                 std::atan(magnitude) * 180.0 / pi, 0.0),
+                  sampling);
+    case augment_op::shear_y:
+      return warp(img,
+                  inverse_affine(-w * 0.5, -h * 0.5, 0.0, 0.0, 0.0, 0.0,
+                                 std::atan(magnitude) * 180.0 / pi),
+                  sampling);
+    case augment_op::translate_x:
+      return warp(img,
+                  inverse_affine(0.0, 0.0, 0.0, std::trunc(magnitude), 0.0,
+                                 0.0, 0.0),
+                  sampling);
+    case augment_op::translate_y:
+      return warp(img,
+                  inverse_affine(0.0, 0.0, 0.0, 0.0, std::trunc(magnitude),
+                                 0.0, 0.0),
+                  sampling);
+    case augment_op::rotate: // F.rotate turns the angle for affine's sense
+      return warp(img, inverse_affine(0.0, 0.0, -magnitude, 0.0, 0.0, 0.0, 0.0),
+                  sampling);
+    case augment_op::brightness:
+      return blend(img, 1.0 + magnitude, [](size_t) { return 0.0f; });
+    case augment_op::color:
+      return saturation(img, 1.0 + magnitude);
+    case augment_op::contrast:
+      return contrast(img, 1.0 + magnitude);
+    case augment_op::sharpness:
+      return sharpness(img, 1.0 + magnitude);
+    case augment_op::posterize: {
+      auto bits = static_cast<int>(magnitude);
+      auto mask = static_cast<uint8_t>(-(1 << (8 - bits)));
+      cv::Mat out = img.clone();
+      uint8_t* o = out.ptr<uint8_t>();
+      for (size_t i = 0; i < out.total() * out.channels(); ++i)
+        o[i] &= mask;
+      return out;
+    }
+    case augment_op::solarize: {
+      auto threshold = static_cast<float>(magnitude);
+      cv::Mat out = img.clone();
+      uint8_t* o = out.ptr<uint8_t>();
+      for (size_t i = 0; i < out.total() * out.channels(); ++i)
+        if (static_cast<float>(o[i]) >= threshold)
+          o[i] = static_cast<uint8_t>(255 - o[i]);
+      return out;
+    }
+    case augment_op::auto_contrast:
+      return auto_contrast(img);
+    case augment_op::equalize:
+      return equalize(img);
+  }
+  return img;
+}
+
+} // namespace stoker

@@ -1,0 +1,85 @@
+#pragma once
+
+// torchvision's augmentation ops (transforms.functional on uint8 tensors,
+// torchvision 0.14, as TrivialAugmentWide applies them) on 8-bit HWC
+// images of 1 or 3 channels: pure functions, tested op by op against
+// python3-torchvision (tests/transforms/augment_ops_test.cpp).
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include <opencv2/core.hpp>
+
+#include "stoker/counter_rng.hpp"
+
+namespace stoker {
+
+/// The ops of TrivialAugmentWide's space, in its order (the draw picks an
+/// index into this list, as torchvision's does into its dict).
+enum class augment_op : uint8_t {
+  identity,
+  shear_x,
+  shear_y,
+  translate_x,
+  translate_y,
+  rotate,
+  brightness,
+  color,
+  contrast,
+  sharpness,
+  posterize,
+  solarize,
+  auto_contrast,
+  equalize,
+};
+
+constexpr size_t augment_op_count = 14;
+
+/// torchvision's name of `op` ("ShearX").
+std::string_view augment_op_name(augment_op op) noexcept;
+
+/// How the geometric ops sample: torchvision's InterpolationMode NEAREST
+/// (TrivialAugmentWide's default) or BILINEAR (the reference recipe's).
+enum class augment_sampling : uint8_t { nearest, bilinear };
+
+/// `op` at `magnitude` (torchvision's _apply_op: the shears' magnitude is
+/// tan of the angle, translations in pixels (truncated), rotation in
+/// degrees counter-clockwise about the centre, brightness, colour,
+/// contrast and sharpness a factor 1 + magnitude, posterize the bits
+/// kept, solarize the threshold). Pixels the geometric ops bring in from
+/// outside are 0 (fill None). The colour ops compute in float32 and
+/// truncate as torchvision does; the geometric ones compute the source
+/// position in double, where torchvision's float32 grid may pick the
+/// neighbouring pixel at a near tie (tested: under 0.5% of pixels).
+/// `img`: CV_8UC1 or CV_8UC3, any layout; a new Mat comes back (or `img`
+/// for identity).
+cv::Mat apply_augment_op(const cv::Mat& img, augment_op op, double magnitude,
+                         augment_sampling sampling
+                         = augment_sampling::nearest);
+
+/// One draw of TrivialAugmentWide's policy: the op, and its magnitude
+/// (signed where the op is).
+struct augment_draw {
+  augment_op op = augment_op::identity;
+  double magnitude = 0.0;
+};
+
+/// Bins of the magnitudes (TrivialAugmentWide's num_magnitude_bins).
+constexpr size_t trivial_wide_bins = 31;
+
+/// The magnitude of bin `bin` of `op` in TrivialAugmentWide's space, as
+/// torchvision's float32 tables hold it (torch.linspace's values); 0 for
+/// the ops without one.
+double trivial_wide_magnitude(augment_op op, size_t bin) noexcept;
+
+/// Whether `op`'s magnitude takes a random sign.
+bool augment_op_signed(augment_op op) noexcept;
+
+/// TrivialAugmentWide's draw from `rng` (words of block 0): an op
+/// uniform over the 14, a bin uniform over 31 for the ops with a
+/// magnitude, and a sign with even odds for the signed ones. The same
+/// distributions as torchvision's (tested by chi-square), not its draws.
+augment_draw draw_trivial_wide(const counter_rng& rng) noexcept;
+
+} // namespace stoker

@@ -1,0 +1,239 @@
+#include <boost/test/unit_test.hpp>
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <opencv2/core.hpp>
+
+#include "kernels/augment_ops.hpp"
+
+// TrivialAugmentWide's ops against python3-torchvision's (0.14, its
+// functional ops on uint8 tensors) on the same image and magnitude, its
+// magnitude tables against torchvision's, and its draws against the
+// distributions torchvision draws from.
+
+using namespace stoker;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Runs the ops listed in `cases` ("NAME MAGNITUDE BILINEAR" lines) in
+// torchvision on `img` (HWC bytes) and returns each result's HWC bytes.
+const char* torchvision_script = R"PY(
+import sys, torch
+from torchvision.transforms import InterpolationMode, autoaugment
+h, w, c = (int(v) for v in sys.argv[1:4])
+pixels = open(sys.argv[4], 'rb').read()
+img = torch.frombuffer(bytearray(pixels), dtype=torch.uint8)
+img = img.view(h, w, c).permute(2, 0, 1).contiguous()
+out = open(sys.argv[6], 'wb')
+for line in open(sys.argv[5]):
+    name, magnitude, bilinear = line.split()
+    mode = (InterpolationMode.BILINEAR if bilinear == '1'
+            else InterpolationMode.NEAREST)
+    y = autoaugment._apply_op(img, name, float(magnitude), mode, None)
+    out.write(y.permute(1, 2, 0).contiguous().numpy().tobytes())
+)PY";
+
+// TrivialAugmentWide's space: "NAME signed v0 v1 ..." per op, in order.
+const char* space_script = R"PY(
+import sys, torch
+from torchvision.transforms import TrivialAugmentWide
+space = TrivialAugmentWide()._augmentation_space(31)
+with open(sys.argv[1], 'w') as f:
+    for name, (magnitudes, signed) in space.items():
+        values = magnitudes.reshape(-1).tolist()
+        f.write(' '.join([name, str(int(signed))]
+                         + [repr(float(v)) for v in values]) + '\n')
+)PY";
+
+struct scratch {
+  fs::path dir = fs::temp_directory_path()
+                 / ("stoker-augment-" + std::to_string(::getpid()));
+  scratch() { fs::create_directories(dir); }
+  ~scratch() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+  fs::path write(const std::string& name, const std::string& text) const {
+    std::ofstream{dir / name, std::ios::binary} << text;
+    return dir / name;
+  }
+  std::string read(const std::string& name) const {
+    std::ifstream f{dir / name, std::ios::binary};
+    return {std::istreambuf_iterator<char>(f), {}};
+  }
+};
+
+// A photo-like image: smooth gradients, an edge and some noise, so every
+// op (equalize, autocontrast, sharpness) has something to do.
+cv::Mat test_image(int h, int w, int c) {
+  cv::Mat m(h, w, CV_8UC(c));
+  cv::RNG noise{7};
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < c; ++k) {
+        int v = 40 + (x * 3 + y * 2 + k * 50) % 150 + (x > w / 2 ? 30 : 0)
+                + noise.uniform(0, 12);
+        m.ptr<uint8_t>(y)[x * c + k] = static_cast<uint8_t>(v);
+      }
+  return m;
+}
+
+struct op_case {
+  augment_op op;
+  double magnitude;
+  bool bilinear;
+};
+
+bool geometric(augment_op op) {
+  return op >= augment_op::shear_x && op <= augment_op::rotate;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(augment_ops)
+
+BOOST_AUTO_TEST_CASE(each_op_is_torchvisions_on_the_same_image_and_magnitude) {
+  scratch s;
+  std::vector<op_case> cases;
+  for (size_t k = 0; k < augment_op_count; ++k) {
+    auto op = static_cast<augment_op>(k);
+    for (size_t bin : {0u, 7u, 19u, 30u})
+      for (double sign : {1.0, -1.0}) {
+        if (sign < 0 && !augment_op_signed(op))
+          continue;
+        double m = sign * trivial_wide_magnitude(op, bin);
+        cases.push_back({op, m, false});
+        if (geometric(op))
+          cases.push_back({op, m, true});
+      }
+  }
+  std::ostringstream list;
+  list.precision(17);
+  for (auto& c : cases)
+    list << augment_op_name(c.op) << ' ' << c.magnitude << ' '
+         << (c.bilinear ? 1 : 0) << '\n';
+  s.write("cases.txt", list.str());
+  s.write("ops.py", torchvision_script);
+  for (int channels : {3, 1}) {
+    auto img = test_image(29, 37, channels);
+    s.write("in.bin", std::string(reinterpret_cast<char*>(img.data),
+                                  img.total() * img.elemSize()));
+    auto command = "/usr/bin/python3 " + (s.dir / "ops.py").string() + " 29 37 "
+                   + std::to_string(channels) + " " + (s.dir / "in.bin").string()
+                   + " " + (s.dir / "cases.txt").string() + " "
+                   + (s.dir / "out.bin").string();
+    BOOST_REQUIRE(std::system(command.c_str()) == 0);
+    auto expected = s.read("out.bin");
+    size_t bytes = img.total() * img.elemSize();
+    BOOST_REQUIRE_EQUAL(expected.size(), cases.size() * bytes);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      auto& c = cases[i];
+      auto got = apply_augment_op(img, c.op, c.magnitude,
+                                  c.bilinear ? augment_sampling::bilinear
+                                             : augment_sampling::nearest);
+      BOOST_REQUIRE(got.type() == img.type());
+      size_t off_by_one = 0;
+      size_t further = 0;
+      for (size_t b = 0; b < bytes; ++b) {
+        int d = std::abs(int{got.data[b]}
+                         - int{static_cast<uint8_t>(expected[i * bytes + b])});
+        off_by_one += d == 1;
+        further += d > 1;
+      }
+      auto what = std::string{augment_op_name(c.op)} + " "
+                  + std::to_string(c.magnitude)
+                  + (c.bilinear ? " bilinear" : "") + ", "
+                  + std::to_string(channels) + " channel(s): "
+                  + std::to_string(further) + " of " + std::to_string(bytes)
+                  + " values off by more than 1";
+      if (!geometric(c.op)) { // the same arithmetic: the same bytes
+        BOOST_TEST(off_by_one + further == 0u, what);
+        continue;
+      }
+      // A double position against torchvision's float32 grid: a near tie
+      // may pick the neighbouring pixel.
+      BOOST_TEST(further <= bytes / 200, what);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_magnitude_tables_are_torchvisions) {
+  scratch s;
+  auto script = s.write("space.py", space_script);
+  auto command = "/usr/bin/python3 " + script.string() + " "
+                 + (s.dir / "space.txt").string();
+  BOOST_REQUIRE(std::system(command.c_str()) == 0);
+  std::istringstream lines{s.read("space.txt")};
+  std::string line;
+  size_t k = 0;
+  while (std::getline(lines, line)) {
+    BOOST_REQUIRE(k < augment_op_count);
+    auto op = static_cast<augment_op>(k++);
+    std::istringstream words{line};
+    std::string name;
+    int is_signed = 0;
+    words >> name >> is_signed;
+    BOOST_TEST(name == augment_op_name(op));
+    BOOST_TEST(is_signed == int{augment_op_signed(op)}, name);
+    std::vector<double> values{std::istream_iterator<double>(words), {}};
+    if (values.size() == 1) { // no magnitude
+      BOOST_TEST(trivial_wide_magnitude(op, 0) == 0.0, name);
+      continue;
+    }
+    BOOST_REQUIRE_EQUAL(values.size(), trivial_wide_bins);
+    for (size_t bin = 0; bin < values.size(); ++bin)
+      BOOST_TEST(trivial_wide_magnitude(op, bin) == values[bin],
+                 name << " bin " << bin);
+  }
+  BOOST_TEST(k == augment_op_count);
+}
+
+BOOST_AUTO_TEST_CASE(the_draws_follow_torchvisions_distributions) {
+  // torchvision: an op uniform over 14, a bin uniform over 31, a sign with
+  // even odds. Chi-square over 100,000 keyed draws, at p = 0.001.
+  constexpr size_t draws = 100'000;
+  std::array<double, augment_op_count> ops{};
+  std::array<double, trivial_wide_bins> bins{};
+  double negative = 0;
+  double signed_draws = 0;
+  for (uint64_t i = 0; i < draws; ++i) {
+    auto d = draw_trivial_wide(counter_rng{{11, 2, i, rng_stage::transforms}});
+    ops[static_cast<size_t>(d.op)] += 1;
+    if (d.op == augment_op::rotate) { // its bin, from its magnitude
+      for (size_t b = 0; b < trivial_wide_bins; ++b)
+        if (std::abs(d.magnitude) == trivial_wide_magnitude(d.op, b))
+          bins[b] += 1;
+    }
+    if (augment_op_signed(d.op)) {
+      signed_draws += 1;
+      negative += d.magnitude < 0 || (d.magnitude == 0 && std::signbit(
+                                                           d.magnitude));
+    }
+  }
+  auto chi_square = [](const auto& counts) {
+    double total = 0;
+    for (double c : counts)
+      total += c;
+    double expected = total / static_cast<double>(counts.size());
+    double x = 0;
+    for (double c : counts)
+      x += (c - expected) * (c - expected) / expected;
+    return x;
+  };
+  BOOST_TEST(chi_square(ops) < 34.53);  // 13 degrees of freedom
+  BOOST_TEST(chi_square(bins) < 59.70); // 30
+  double share = negative / signed_draws;
+  BOOST_TEST(std::abs(share - 0.5) < 0.01, share);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
