@@ -49,9 +49,10 @@ enum class augment_sampling : uint8_t { nearest, bilinear };
 /// contrast and sharpness a factor 1 + magnitude, posterize the bits
 /// kept, solarize the threshold). Pixels the geometric ops bring in from
 /// outside are 0 (fill None). The colour ops compute in float32 and
-/// truncate as torchvision does; the geometric ones compute the source
-/// position in double, where torchvision's float32 grid may pick the
-/// neighbouring pixel at a near tie (tested: under 0.5% of pixels).
+/// truncate as torchvision does (the same bytes); the geometric ones
+/// compute the source position in double, where torchvision's grid is
+/// float32: bilinear values may round the other way at a near tie (within
+/// 1 level, tested on under 1% of values).
 /// `img`: CV_8UC1 or CV_8UC3, any layout; a new Mat comes back (or `img`
 /// for identity).
 cv::Mat apply_augment_op(const cv::Mat& img, augment_op op, double magnitude,
