@@ -18,7 +18,8 @@
 // TrivialAugmentWide's ops against python3-torchvision's (0.14, its
 // functional ops on uint8 tensors) on the same image and magnitude, its
 // magnitude tables against torchvision's, and its draws against the
-// distributions torchvision draws from.
+// distributions torchvision draws from; RandomErasing's boxes against
+// torchvision's get_params.
 
 using namespace stoker;
 namespace fs = std::filesystem;
@@ -237,6 +238,77 @@ BOOST_AUTO_TEST_CASE(the_draws_follow_torchvisions_distributions) {
   BOOST_TEST(chi_square(bins) < 59.70); // 30
   double share = negative / signed_draws;
   BOOST_TEST(std::abs(share - 0.5) < 0.01, share);
+}
+
+BOOST_AUTO_TEST_CASE(random_erasing_boxes_follow_torchvisions_get_params) {
+  // 20,000 boxes on 224 x 160 from each: the erased area's share, the log
+  // of h / w and how often no box fits, against torchvision's own draws.
+  scratch s;
+  auto script = s.write("erasing.py", R"PY(
+import math, sys, torch
+from torchvision.transforms import RandomErasing
+torch.manual_seed(0)
+img = torch.zeros(3, 224, 160)
+area, log_ratio, fits = 0.0, 0.0, 0
+for _ in range(20000):
+    i, j, h, w, v = RandomErasing.get_params(img, (0.02, 0.33), (0.3, 3.3),
+                                             [0])
+    if h == 224 and w == 160:
+        continue  # no box fitted: the image as it is
+    fits += 1
+    area += h * w / (224 * 160)
+    log_ratio += math.log(h / w)
+open(sys.argv[1], 'w').write(f'{area / fits} {log_ratio / fits} {fits}')
+)PY");
+  BOOST_REQUIRE(std::system(("/usr/bin/python3 " + script.string() + " "
+                             + (s.dir / "erasing.txt").string())
+                              .c_str())
+                == 0);
+  std::istringstream theirs{s.read("erasing.txt")};
+  double their_area = 0, their_log_ratio = 0, their_fits = 0;
+  theirs >> their_area >> their_log_ratio >> their_fits;
+  erasing_options o;
+  o.p = 1.0;
+  double area = 0, log_ratio = 0, fits = 0;
+  for (uint64_t i = 0; i < 20'000; ++i) {
+    auto box = random_erasing_box(224, 160, o,
+                                  counter_rng{{3, 1, i, rng_stage::transforms}});
+    if (box.empty())
+      continue;
+    BOOST_REQUIRE(box.x >= 0);
+    BOOST_REQUIRE(box.y >= 0);
+    BOOST_REQUIRE(box.x + box.width <= 160);
+    BOOST_REQUIRE(box.y + box.height <= 224);
+    BOOST_REQUIRE(box.width < 160);
+    BOOST_REQUIRE(box.height < 224);
+    fits += 1;
+    area += box.area() / (224.0 * 160.0);
+    log_ratio += std::log(static_cast<double>(box.height) / box.width);
+  }
+  BOOST_TEST(std::abs(area / fits - their_area) < 0.005,
+             area / fits << " against " << their_area);
+  BOOST_TEST(std::abs(log_ratio / fits - their_log_ratio) < 0.03,
+             log_ratio / fits << " against " << their_log_ratio);
+  BOOST_TEST(std::abs(fits - their_fits) < 200, fits << " against "
+                                                      << their_fits);
+  // P: the share of samples erased at all.
+  o.p = 0.25;
+  double erased = 0;
+  for (uint64_t i = 0; i < 20'000; ++i)
+    erased += !random_erasing_box(224, 160, o,
+                                  counter_rng{{4, 1, i, rng_stage::transforms}})
+                 .empty();
+  BOOST_TEST(std::abs(erased / 20'000 - 0.25) < 0.015, erased);
+  // The box takes the value in every channel; the rest stays.
+  cv::Mat img(6, 5, CV_32FC3, cv::Scalar(0.5, -1.0, 2.0));
+  auto out = erase_box(img, cv::Rect{1, 2, 3, 2}, 0.0);
+  for (int y = 0; y < 6; ++y)
+    for (int x = 0; x < 5; ++x) {
+      bool inside = x >= 1 && x < 4 && y >= 2 && y < 4;
+      auto px = out.at<cv::Vec3f>(y, x);
+      BOOST_TEST((px == (inside ? cv::Vec3f(0, 0, 0)
+                                : cv::Vec3f(0.5f, -1.0f, 2.0f))));
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

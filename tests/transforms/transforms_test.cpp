@@ -162,6 +162,32 @@ BOOST_AUTO_TEST_CASE(trivial_augment_wide_draws_its_op_from_the_samples_key) {
   BOOST_TEST(real_ops > 30u); // most draws are not the identity
 }
 
+BOOST_AUTO_TEST_CASE(random_erasing_checks_its_arguments_and_erases_a_box) {
+  BOOST_TEST(has(chain_error({"random-erasing(1.5)"}, {28, 28, 3}),
+                 "expected a probability P from 0 to 1"));
+  BOOST_TEST(has(chain_error({"random-erasing(0.5, 0.2)"}, {28, 28, 3}),
+                 "SCALE_MIN and SCALE_MAX together"));
+  BOOST_TEST(has(chain_error({"random-erasing(0.5, 0.4, 0.2)"}, {28, 28, 3}),
+                 "expected 0 < SCALE_MIN <= SCALE_MAX < 1"));
+  BOOST_TEST(has(chain_error({"random-erasing(0.5, 0.1, 0.2, 2, 1)"},
+                             {28, 28, 3}),
+                 "expected 0 < RATIO_MIN <= RATIO_MAX"));
+  // After normalize, as the recipe has it: a box of zeros, the same one
+  // for the same key.
+  auto chain = chain_of({"to-tensor", "normalize(0.5, 0.25)",
+                         "random-erasing(1, 0.1, 0.2, 0.5, 2, 0)"});
+  sample_input in;
+  in.pixels = cv::Mat(40, 30, CV_8UC1, cv::Scalar(200));
+  auto a = apply_chain(chain, in, draw_key{1, 0, 9}, builtins);
+  auto b = apply_chain(chain, in, draw_key{1, 0, 9}, builtins);
+  BOOST_REQUIRE(a);
+  BOOST_REQUIRE(b);
+  BOOST_TEST(values(*a) == values(*b));
+  auto zeros = static_cast<double>(cv::countNonZero(*a == 0.0f));
+  BOOST_TEST(zeros >= 0.1 * 1200 * 0.8); // about the area drawn
+  BOOST_TEST(zeros <= 0.2 * 1200 * 1.2);
+}
+
 BOOST_AUTO_TEST_CASE(a_chain_says_what_shape_comes_out) {
   auto out = check_chain(chain_of({"random-crop(28, 4)", "horizontal-flip",
                                    "to-tensor", "normalize(0.28, 0.35)"}),

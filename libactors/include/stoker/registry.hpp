@@ -199,7 +199,8 @@ private:
 /// A registry holding Stoker's own entries: the sources synthetic, idx,
 /// image-folder and tar-shards; the transforms decode, resize, center-crop,
 /// random-resized-crop, random-crop, horizontal-flip, trivial-augment-wide,
-/// to-tensor, normalize and gaussian-blur, and the Python stages python, python-pil and
+/// random-erasing, to-tensor, normalize and gaussian-blur, and the Python
+/// stages python, python-pil and
 /// python-batch; the models vit and cnn. Add yours to the copy this
 /// returns.
 registry builtin_registry();

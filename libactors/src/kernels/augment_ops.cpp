@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/image_ops.hpp"
+
 namespace stoker {
 
 namespace {
@@ -308,6 +310,37 @@ augment_draw draw_trivial_wide(const counter_rng& rng) noexcept {
   if (augment_op_signed(d.op) && (words[2] & 1u))
     d.magnitude = -d.magnitude;
   return d;
+}
+
+cv::Rect random_erasing_box(int height, int width, const erasing_options& o,
+                            const counter_rng& rng) noexcept {
+  if (!(rng.uniform(10) < o.p))
+    return {};
+  double area = static_cast<double>(height) * width;
+  double log_lo = std::log(o.ratio_min);
+  double log_hi = std::log(o.ratio_max);
+  for (uint32_t attempt = 0; attempt < 10; ++attempt) {
+    auto words = rng.block(attempt);
+    auto u = [&](int i) { return (words[i] >> 8) * (1.0 / 16777216.0); };
+    double target = area * (o.scale_min + (o.scale_max - o.scale_min) * u(0));
+    double ratio = std::exp(log_lo + (log_hi - log_lo) * u(1));
+    int h = python_round(std::sqrt(target * ratio));
+    int w = python_round(std::sqrt(target / ratio));
+    if (!(h < height && w < width))
+      continue;
+    int top = std::min(static_cast<int>(u(2) * (height - h + 1)), height - h);
+    int left = std::min(static_cast<int>(u(3) * (width - w + 1)), width - w);
+    return cv::Rect{left, top, w, h};
+  }
+  return {};
+}
+
+cv::Mat erase_box(const cv::Mat& img, const cv::Rect& box, double value) {
+  if (box.empty())
+    return img;
+  cv::Mat out = img.clone();
+  out(box).setTo(cv::Scalar::all(value));
+  return out;
 }
 
 cv::Mat apply_augment_op(const cv::Mat& input, augment_op op,

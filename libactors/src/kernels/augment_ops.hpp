@@ -83,4 +83,27 @@ bool augment_op_signed(augment_op op) noexcept;
 /// distributions as torchvision's (tested by chi-square), not its draws.
 augment_draw draw_trivial_wide(const counter_rng& rng) noexcept;
 
+/// RandomErasing's parameters (torchvision's defaults).
+struct erasing_options {
+  double p = 0.5;
+  double scale_min = 0.02;
+  double scale_max = 0.33;
+  double ratio_min = 0.3;
+  double ratio_max = 3.3;
+  double value = 0.0;
+};
+
+/// torchvision's RandomErasing.get_params from `rng`: with probability
+/// `o.p` (block 10) a box of area scale x H x W and aspect ratio h / w
+/// (log-uniform), h and w rounded as Python does, that fits strictly
+/// inside, placed uniformly (blocks 0..9, one a try, 10 tries); an empty
+/// rect when it does not erase or no try fits (torchvision then returns
+/// the image as it is).
+cv::Rect random_erasing_box(int height, int width, const erasing_options& o,
+                            const counter_rng& rng) noexcept;
+
+/// `img` (any depth, HWC) with `box` set to `value` in every channel; a
+/// new Mat (`img` itself for an empty box).
+cv::Mat erase_box(const cv::Mat& img, const cv::Rect& box, double value);
+
 } // namespace stoker

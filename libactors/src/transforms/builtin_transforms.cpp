@@ -320,6 +320,49 @@ void add_builtin_transforms(registry& reg) {
   wide.eval = dropped_in_eval;
   must_add(reg.add(std::move(wide)));
 
+  // torchvision's RandomErasing: a box set to VALUE (0: the mean colour
+  // after normalize), on 8-bit or float pixels.
+  auto erasing = define("random-erasing", 0, 6,
+                        "random-erasing([P[, SCALE_MIN, SCALE_MAX[, "
+                        "RATIO_MIN, RATIO_MAX[, VALUE]]]])");
+  erasing.check = [](const entry_spec& t, chain_state& st) {
+    auto& a = t.args;
+    if (st.encoded)
+      return transform_error(t, "expected decoded pixels: put it after "
+                                "decode");
+    if (a.size() == 2 || a.size() == 4)
+      return transform_error(t, "expected P, then SCALE_MIN and SCALE_MAX "
+                                "together, then RATIO_MIN and RATIO_MAX "
+                                "together");
+    if (!a.empty() && !(a[0] >= 0 && a[0] <= 1))
+      return transform_error(t, "expected a probability P from 0 to 1");
+    if (a.size() >= 3 && !(a[1] > 0 && a[1] <= a[2] && a[2] < 1))
+      return transform_error(t, "expected 0 < SCALE_MIN <= SCALE_MAX < 1");
+    if (a.size() >= 5 && !(a[3] > 0 && a[3] <= a[4]))
+      return transform_error(t, "expected 0 < RATIO_MIN <= RATIO_MAX");
+    return caf::error{};
+  };
+  erasing.apply = pixels([](auto& a, const cv::Mat& img,
+                            const counter_rng& rng) {
+    erasing_options o;
+    if (!a.empty())
+      o.p = a[0];
+    if (a.size() >= 3) {
+      o.scale_min = a[1];
+      o.scale_max = a[2];
+    }
+    if (a.size() >= 5) {
+      o.ratio_min = a[3];
+      o.ratio_max = a[4];
+    }
+    if (a.size() >= 6)
+      o.value = a[5];
+    return erase_box(img, random_erasing_box(img.rows, img.cols, o, rng),
+                     o.value);
+  });
+  erasing.eval = dropped_in_eval;
+  must_add(reg.add(std::move(erasing)));
+
   auto tensor = define("to-tensor", 0, 0, "to-tensor");
   tensor.check = [](const entry_spec&, chain_state& st) {
     st.is_float = true;
