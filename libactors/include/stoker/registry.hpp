@@ -200,9 +200,8 @@ private:
 /// image-folder and tar-shards; the transforms decode, resize, center-crop,
 /// random-resized-crop, random-crop, horizontal-flip, trivial-augment-wide,
 /// random-erasing, to-tensor, normalize and gaussian-blur, and the Python
-/// stages python, python-pil and
-/// python-batch; the models vit and cnn. Add yours to the copy this
-/// returns.
+/// stages python, python-pil and python-batch; the models vit and cnn.
+/// Add yours to the copy this returns.
 registry builtin_registry();
 
 /// Records in each entry `pipeline` uses (source, both chains, model) the
