@@ -12,28 +12,66 @@ namespace {
 
 constexpr double pi = 3.14159265358979323846;
 
-// torchvision's _blend on uint8: float32 products and sum, clamped, then
-// truncated (Tensor.to(uint8)). `other(i)` is the second image's value at
-// element i (as float).
-template <class Other>
-cv::Mat blend(const cv::Mat& img, double ratio, Other other) {
+// torchvision's _blend on uint8 of one value: float32 products and sum
+// (no fused multiply-add: -ffp-contract=off), clamped, then truncated
+// (Tensor.to(uint8)).
+inline uint8_t blend_value(float r, float q, float a, float b) {
+  float first = r * a;
+  float second = q * b;
+  float v = first + second;
+  v = v < 0.0f ? 0.0f : (v > 255.0f ? 255.0f : v);
+  return static_cast<uint8_t>(v);
+}
+
+using lut = std::array<uint8_t, 256>;
+
+// `table` (one a channel) applied to every value of `img`.
+cv::Mat apply_luts(const cv::Mat& img, const std::vector<lut>& table) {
   cv::Mat out(img.size(), img.type());
+  const uint8_t* __restrict a = img.ptr<uint8_t>();
+  uint8_t* __restrict o = out.ptr<uint8_t>();
+  size_t n = img.total();
+  if (table.size() == 1) {
+    const lut& t = table[0];
+    size_t values = n * static_cast<size_t>(img.channels());
+    for (size_t i = 0; i < values; ++i)
+      o[i] = t[a[i]];
+    return out;
+  }
+  for (size_t i = 0; i < n; ++i)
+    for (size_t k = 0; k < 3; ++k)
+      o[3 * i + k] = table[k][a[3 * i + k]];
+  return out;
+}
+
+// A blend against a constant (brightness: 0, contrast: the mean): a
+// function of the value alone, so a table.
+cv::Mat blend_constant(const cv::Mat& img, double ratio, float other) {
   auto r = static_cast<float>(ratio);
   auto q = static_cast<float>(1.0 - ratio);
-  const uint8_t* a = img.ptr<uint8_t>();
-  uint8_t* o = out.ptr<uint8_t>();
-  size_t n = img.total() * static_cast<size_t>(img.channels());
-  for (size_t i = 0; i < n; ++i) {
-    float first = r * static_cast<float>(a[i]);
-    float second = q * other(i);
-    float v = std::min(std::max(first + second, 0.0f), 255.0f);
-    o[i] = static_cast<uint8_t>(v);
-  }
+  lut t;
+  for (int v = 0; v < 256; ++v)
+    t[static_cast<size_t>(v)] = blend_value(r, q, static_cast<float>(v),
+                                            other);
+  return apply_luts(img, {t});
+}
+
+// A blend against another 8-bit image of the same shape.
+cv::Mat blend_images(const cv::Mat& img, const cv::Mat& other, double ratio) {
+  auto r = static_cast<float>(ratio);
+  auto q = static_cast<float>(1.0 - ratio);
+  cv::Mat out(img.size(), img.type());
+  const uint8_t* __restrict a = img.ptr<uint8_t>();
+  const uint8_t* __restrict b = other.ptr<uint8_t>();
+  uint8_t* __restrict o = out.ptr<uint8_t>();
+  size_t values = img.total() * static_cast<size_t>(img.channels());
+  for (size_t i = 0; i < values; ++i)
+    o[i] = blend_value(r, q, a[i], b[i]);
   return out;
 }
 
 // rgb_to_grayscale's uint8 value of pixel `p` (3 channels).
-uint8_t gray_of(const uint8_t* p) {
+inline uint8_t gray_of(const uint8_t* p) {
   float l = 0.2989f * static_cast<float>(p[0])
             + 0.587f * static_cast<float>(p[1]);
   l = l + 0.114f * static_cast<float>(p[2]);
@@ -43,24 +81,29 @@ uint8_t gray_of(const uint8_t* p) {
 cv::Mat saturation(const cv::Mat& img, double factor) {
   if (img.channels() == 1) // torchvision: as PIL, a gray image stays
     return img.clone();
-  std::vector<uint8_t> gray(img.total());
+  cv::Mat gray(img.size(), img.type());
   const uint8_t* p = img.ptr<uint8_t>();
-  for (size_t i = 0; i < gray.size(); ++i)
-    gray[i] = gray_of(p + 3 * i);
-  return blend(img, factor, [&](size_t i) {
-    return static_cast<float>(gray[i / 3]);
-  });
+  uint8_t* g = gray.ptr<uint8_t>();
+  size_t n = img.total();
+  for (size_t i = 0; i < n; ++i)
+    g[3 * i] = g[3 * i + 1] = g[3 * i + 2] = gray_of(p + 3 * i);
+  return blend_images(img, gray, factor);
 }
 
 cv::Mat contrast(const cv::Mat& img, double factor) {
   // The mean of the gray image (or of the one channel): a sum of integers,
   // exact in float32 below 2^24, as torch's reduction has it then.
   const uint8_t* p = img.ptr<uint8_t>();
+  size_t n = img.total();
   uint64_t sum = 0;
-  for (size_t i = 0; i < img.total(); ++i)
-    sum += img.channels() == 3 ? gray_of(p + 3 * i) : p[i];
-  float mean = static_cast<float>(sum) / static_cast<float>(img.total());
-  return blend(img, factor, [mean](size_t) { return mean; });
+  if (img.channels() == 3)
+    for (size_t i = 0; i < n; ++i)
+      sum += gray_of(p + 3 * i);
+  else
+    for (size_t i = 0; i < n; ++i)
+      sum += p[i];
+  float mean = static_cast<float>(sum) / static_cast<float>(n);
+  return blend_constant(img, factor, mean);
 }
 
 cv::Mat sharpness(const cv::Mat& img, double factor) {
@@ -70,28 +113,29 @@ cv::Mat sharpness(const cv::Mat& img, double factor) {
   if (h <= 2 || w <= 2)
     return img.clone();
   // The degenerate image: the 3x3 kernel [1 1 1; 1 5 1; 1 1 1] / 13 inside,
-  // rounded (never near a tie: an integer over 13), the border as it is.
+  // rounded (an integer over 13 is never a tie: (2s + 13) / 26 in
+  // integers), the border as it is.
   cv::Mat degenerate = img.clone();
-  for (int y = 1; y < h - 1; ++y)
-    for (int x = 1; x < w - 1; ++x)
-      for (int k = 0; k < c; ++k) {
-        int s = 0;
-        for (int dy = -1; dy <= 1; ++dy)
-          for (int dx = -1; dx <= 1; ++dx)
-            s += img.ptr<uint8_t>(y + dy)[(x + dx) * c + k];
-        s += 4 * img.ptr<uint8_t>(y)[x * c + k];
-        degenerate.ptr<uint8_t>(y)[x * c + k] = static_cast<uint8_t>(
-          std::nearbyint(static_cast<double>(s) / 13.0));
-      }
-  const uint8_t* d = degenerate.ptr<uint8_t>();
-  return blend(img, factor,
-               [d](size_t i) { return static_cast<float>(d[i]); });
+  size_t row = static_cast<size_t>(w) * static_cast<size_t>(c);
+  std::vector<int> columns(row); // each value's sum over rows y-1..y+1
+  for (int y = 1; y < h - 1; ++y) {
+    const uint8_t* up = img.ptr<uint8_t>(y - 1);
+    const uint8_t* mid = img.ptr<uint8_t>(y);
+    const uint8_t* down = img.ptr<uint8_t>(y + 1);
+    for (size_t i = 0; i < row; ++i)
+      columns[i] = up[i] + mid[i] + down[i];
+    uint8_t* d = degenerate.ptr<uint8_t>(y);
+    for (size_t i = static_cast<size_t>(c); i + c < row; ++i) {
+      int s = columns[i - c] + columns[i] + columns[i + c] + 4 * mid[i];
+      d[i] = static_cast<uint8_t>((2 * s + 13) / 26);
+    }
+  }
+  return blend_images(img, degenerate, factor);
 }
 
 cv::Mat auto_contrast(const cv::Mat& img) {
   int c = img.channels();
-  std::vector<float> low(static_cast<size_t>(c), 255.0f);
-  std::vector<float> scale(static_cast<size_t>(c), 1.0f);
+  std::vector<lut> tables(static_cast<size_t>(c));
   const uint8_t* p = img.ptr<uint8_t>();
   size_t n = img.total();
   for (int k = 0; k < c; ++k) {
@@ -101,31 +145,29 @@ cv::Mat auto_contrast(const cv::Mat& img) {
       lo = std::min(lo, p[i * c + k]);
       hi = std::max(hi, p[i * c + k]);
     }
-    if (lo == hi) { // torchvision: an infinite scale becomes 1, the min 0
-      low[k] = 0.0f;
-      scale[k] = 1.0f;
-    } else {
-      low[k] = lo;
-      scale[k] = 255.0f / static_cast<float>(hi - lo);
+    // torchvision: an infinite scale (a flat channel) becomes 1, the
+    // minimum 0.
+    float low = lo == hi ? 0.0f : lo;
+    float scale = lo == hi ? 1.0f : 255.0f / static_cast<float>(hi - lo);
+    for (int v = 0; v < 256; ++v) {
+      float x = (static_cast<float>(v) - low) * scale;
+      x = x < 0.0f ? 0.0f : (x > 255.0f ? 255.0f : x);
+      tables[static_cast<size_t>(k)][static_cast<size_t>(v)]
+        = static_cast<uint8_t>(x);
     }
   }
-  cv::Mat out(img.size(), img.type());
-  uint8_t* o = out.ptr<uint8_t>();
-  for (size_t i = 0; i < n * c; ++i) {
-    auto k = i % static_cast<size_t>(c);
-    float v = (static_cast<float>(p[i]) - low[k]) * scale[k];
-    o[i] = static_cast<uint8_t>(std::min(std::max(v, 0.0f), 255.0f));
-  }
-  return out;
+  return apply_luts(img, tables);
 }
 
 cv::Mat equalize(const cv::Mat& img) {
   int c = img.channels();
   size_t n = img.total();
   const uint8_t* p = img.ptr<uint8_t>();
-  cv::Mat out = img.clone();
-  uint8_t* o = out.ptr<uint8_t>();
+  std::vector<lut> tables(static_cast<size_t>(c));
   for (int k = 0; k < c; ++k) {
+    auto& table = tables[static_cast<size_t>(k)];
+    for (size_t v = 0; v < 256; ++v)
+      table[v] = static_cast<uint8_t>(v);
     std::array<int64_t, 256> hist{};
     for (size_t i = 0; i < n; ++i)
       ++hist[p[i * c + k]];
@@ -141,17 +183,14 @@ cv::Mat equalize(const cv::Mat& img) {
     int64_t step = (total - last) / 255;
     if (step == 0)
       continue;
-    std::array<uint8_t, 256> lut{};
     int64_t cumulative = 0;
-    for (size_t v = 0; v < 256; ++v) { // shifted by one: lut[0] is 0
+    for (size_t v = 0; v < 256; ++v) { // shifted by one: table[0] is 0
       int64_t value = v == 0 ? 0 : (cumulative + step / 2) / step;
-      lut[v] = static_cast<uint8_t>(std::min<int64_t>(value, 255));
+      table[v] = static_cast<uint8_t>(std::min<int64_t>(value, 255));
       cumulative += hist[v];
     }
-    for (size_t i = 0; i < n; ++i)
-      o[i * c + k] = lut[p[i * c + k]];
   }
-  return out;
+  return apply_luts(img, tables);
 }
 
 // torchvision's _get_inverse_affine_matrix (inverted, scale 1): output
@@ -174,47 +213,73 @@ std::array<double, 6> inverse_affine(double cx, double cy, double angle,
   return m;
 }
 
+// Round half to even, as std::nearbyint in the default rounding mode, for
+// |x| < 2^51, without a call into libm (no SSE4.1 round instruction in
+// the baseline ISA).
+inline double round_even(double x) {
+  constexpr double magic = 6755399441055744.0; // 1.5 * 2^52
+  volatile double shifted = x + magic; // not folded away
+  return shifted - magic;
+}
+
 // F_t.affine's grid and grid_sample (zeros outside, align_corners False):
 // output pixel (x, y) samples the input at m applied to its position from
 // the centre, plus (size - 1) / 2.
-cv::Mat warp(const cv::Mat& img, const std::array<double, 6>& m,
-             augment_sampling sampling) {
+template <int C>
+void warp_rows(const cv::Mat& img, const std::array<double, 6>& m,
+               augment_sampling sampling, cv::Mat& out) {
   int h = img.rows;
   int w = img.cols;
-  int c = img.channels();
-  cv::Mat out = cv::Mat::zeros(img.size(), img.type());
-  auto at = [&](int y, int x, int k) -> double {
-    if (x < 0 || y < 0 || x >= w || y >= h)
-      return 0.0;
-    return img.ptr<uint8_t>(y)[x * c + k];
-  };
+  auto pixel = [&](int y, int x) { return img.ptr<uint8_t>(y) + x * C; };
   for (int y = 0; y < h; ++y) {
     double gy = y - h * 0.5 + 0.5;
-    for (int x = 0; x < w; ++x) {
+    uint8_t* o = out.ptr<uint8_t>(y);
+    for (int x = 0; x < w; ++x, o += C) {
       double gx = x - w * 0.5 + 0.5;
       double ix = m[0] * gx + m[1] * gy + m[2] + (w - 1) * 0.5;
       double iy = m[3] * gx + m[4] * gy + m[5] + (h - 1) * 0.5;
-      uint8_t* o = out.ptr<uint8_t>(y) + x * c;
       if (sampling == augment_sampling::nearest) {
-        auto sx = static_cast<int>(std::nearbyint(ix));
-        auto sy = static_cast<int>(std::nearbyint(iy));
-        for (int k = 0; k < c; ++k)
-          o[k] = static_cast<uint8_t>(at(sy, sx, k));
+        auto sx = static_cast<int>(round_even(ix));
+        auto sy = static_cast<int>(round_even(iy));
+        if (sx >= 0 && sy >= 0 && sx < w && sy < h) {
+          const uint8_t* s = pixel(sy, sx);
+          for (int k = 0; k < C; ++k)
+            o[k] = s[k];
+        }
         continue;
       }
       auto x0 = static_cast<int>(std::floor(ix));
       auto y0 = static_cast<int>(std::floor(iy));
+      if (x0 < -1 || y0 < -1 || x0 >= w || y0 >= h)
+        continue; // every tap outside: 0
       double fx = ix - x0;
       double fy = iy - y0;
-      for (int k = 0; k < c; ++k) {
-        double v = (1 - fy) * ((1 - fx) * at(y0, x0, k) + fx * at(y0, x0 + 1, k))
-                   + fy * ((1 - fx) * at(y0 + 1, x0, k)
-                           + fx * at(y0 + 1, x0 + 1, k));
-        o[k] = static_cast<uint8_t>(
-          std::min(std::max(std::nearbyint(v), 0.0), 255.0));
+      double weights[4] = {(1 - fy) * (1 - fx), (1 - fy) * fx, fy * (1 - fx),
+                           fy * fx};
+      double v[C] = {};
+      for (int t = 0; t < 4; ++t) {
+        int sx = x0 + (t & 1);
+        int sy = y0 + (t >> 1);
+        if (sx < 0 || sy < 0 || sx >= w || sy >= h)
+          continue;
+        const uint8_t* s = pixel(sy, sx);
+        for (int k = 0; k < C; ++k)
+          v[k] += weights[t] * s[k];
       }
+      for (int k = 0; k < C; ++k)
+        o[k] = static_cast<uint8_t>(
+          std::min(std::max(round_even(v[k]), 0.0), 255.0));
     }
   }
+}
+
+cv::Mat warp(const cv::Mat& img, const std::array<double, 6>& m,
+             augment_sampling sampling) {
+  cv::Mat out = cv::Mat::zeros(img.size(), img.type());
+  if (img.channels() == 3)
+    warp_rows<3>(img, m, sampling, out);
+  else
+    warp_rows<1>(img, m, sampling, out);
   return out;
 }
 
@@ -375,7 +440,7 @@ cv::Mat apply_augment_op(const cv::Mat& input, augment_op op,
       return warp(img, inverse_affine(0.0, 0.0, -magnitude, 0.0, 0.0, 0.0, 0.0),
                   sampling);
     case augment_op::brightness:
-      return blend(img, 1.0 + magnitude, [](size_t) { return 0.0f; });
+      return blend_constant(img, 1.0 + magnitude, 0.0f);
     case augment_op::color:
       return saturation(img, 1.0 + magnitude);
     case augment_op::contrast:
@@ -385,20 +450,19 @@ cv::Mat apply_augment_op(const cv::Mat& input, augment_op op,
     case augment_op::posterize: {
       auto bits = static_cast<int>(magnitude);
       auto mask = static_cast<uint8_t>(-(1 << (8 - bits)));
-      cv::Mat out = img.clone();
-      uint8_t* o = out.ptr<uint8_t>();
-      for (size_t i = 0; i < out.total() * out.channels(); ++i)
-        o[i] &= mask;
-      return out;
+      lut t;
+      for (size_t v = 0; v < 256; ++v)
+        t[v] = static_cast<uint8_t>(v & mask);
+      return apply_luts(img, {t});
     }
     case augment_op::solarize: {
       auto threshold = static_cast<float>(magnitude);
-      cv::Mat out = img.clone();
-      uint8_t* o = out.ptr<uint8_t>();
-      for (size_t i = 0; i < out.total() * out.channels(); ++i)
-        if (static_cast<float>(o[i]) >= threshold)
-          o[i] = static_cast<uint8_t>(255 - o[i]);
-      return out;
+      lut t;
+      for (size_t v = 0; v < 256; ++v)
+        t[v] = static_cast<float>(v) >= threshold
+                 ? static_cast<uint8_t>(255 - v)
+                 : static_cast<uint8_t>(v);
+      return apply_luts(img, {t});
     }
     case augment_op::auto_contrast:
       return auto_contrast(img);
