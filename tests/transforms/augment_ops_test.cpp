@@ -240,6 +240,69 @@ BOOST_AUTO_TEST_CASE(the_draws_follow_torchvisions_distributions) {
   BOOST_TEST(std::abs(share - 0.5) < 0.01, share);
 }
 
+BOOST_AUTO_TEST_CASE(rand_augments_space_and_draws_are_torchvisions) {
+  // Its tables on a 29 x 37 image (the translations scale with the size).
+  scratch s;
+  auto script = s.write("rand.py", R"PY(
+import sys
+from torchvision.transforms import RandAugment
+space = RandAugment()._augmentation_space(31, (29, 37))
+with open(sys.argv[1], 'w') as f:
+    for name, (magnitudes, signed) in space.items():
+        f.write(' '.join([name, str(int(signed))]
+                         + [repr(float(v)) for v in
+                            magnitudes.reshape(-1).tolist()]) + '\n')
+)PY");
+  BOOST_REQUIRE(std::system(("/usr/bin/python3 " + script.string() + " "
+                             + (s.dir / "rand.txt").string())
+                              .c_str())
+                == 0);
+  std::istringstream lines{s.read("rand.txt")};
+  std::string line;
+  size_t k = 0;
+  while (std::getline(lines, line)) {
+    BOOST_REQUIRE(k < augment_op_count);
+    auto op = static_cast<augment_op>(k++);
+    std::istringstream words{line};
+    std::string name;
+    int is_signed = 0;
+    words >> name >> is_signed;
+    BOOST_TEST(name == augment_op_name(op));
+    std::vector<double> values{std::istream_iterator<double>(words), {}};
+    if (values.size() == 1)
+      continue;
+    BOOST_REQUIRE_EQUAL(values.size(), 31u);
+    for (size_t bin = 0; bin < values.size(); ++bin) {
+      double mine = rand_augment_magnitude(op, bin, 31, 29, 37);
+      BOOST_TEST(std::abs(mine - values[bin])
+                   <= 1.2e-7 * std::abs(values[bin]),
+                 name << " bin " << bin << ": " << mine << " against "
+                      << values[bin]);
+    }
+  }
+  BOOST_TEST(k == augment_op_count);
+  // Two ops a sample, each uniform over the 14, signs with even odds.
+  std::array<double, augment_op_count> ops{};
+  double negative = 0;
+  double signed_draws = 0;
+  for (uint64_t i = 0; i < 50'000; ++i)
+    for (auto& d : draw_rand_augment(2, 9, 31, 224, 224,
+                                     counter_rng{{6, 0, i,
+                                                  rng_stage::transforms}})) {
+      ops[static_cast<size_t>(d.op)] += 1;
+      if (augment_op_signed(d.op)) {
+        signed_draws += 1;
+        negative += std::signbit(d.magnitude);
+      }
+    }
+  double expected = 100'000.0 / augment_op_count;
+  double x = 0;
+  for (double c : ops)
+    x += (c - expected) * (c - expected) / expected;
+  BOOST_TEST(x < 34.53); // 13 degrees of freedom, p = 0.001
+  BOOST_TEST(std::abs(negative / signed_draws - 0.5) < 0.01);
+}
+
 BOOST_AUTO_TEST_CASE(random_erasing_boxes_follow_torchvisions_get_params) {
   // 20,000 boxes on 224 x 160 from each: the erased area's share, the log
   // of h / w and how often no box fits, against torchvision's own draws.

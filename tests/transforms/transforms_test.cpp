@@ -162,6 +162,34 @@ BOOST_AUTO_TEST_CASE(trivial_augment_wide_draws_its_op_from_the_samples_key) {
   BOOST_TEST(real_ops > 30u); // most draws are not the identity
 }
 
+BOOST_AUTO_TEST_CASE(rand_augment_runs_n_drawn_ops_in_a_row) {
+  BOOST_TEST(has(chain_error({"rand-augment(2, 31)"}, {28, 28, 3}),
+                 "expected M a whole number below BINS (31)"));
+  BOOST_TEST(has(chain_error({"rand-augment(1.5)"}, {28, 28, 3}),
+                 "expected N, the ops a sample gets"));
+  BOOST_TEST(has(chain_error({"to-tensor", "rand-augment"}, {28, 28, 3}),
+                 "expected 8-bit pixels"));
+  BOOST_TEST(has(chain_error({"rand-augment(2, 9, 31, 3)"}, {28, 28, 3}),
+                 "expected 0 (nearest) or 1 (bilinear) sampling"));
+  cv::Mat img(16, 20, CV_8UC3);
+  cv::randu(img, cv::Scalar::all(0), cv::Scalar::all(255));
+  auto chain = chain_of({"rand-augment(3, 12, 31, 1)"});
+  for (uint64_t id = 0; id < 20; ++id) {
+    sample_input in;
+    in.pixels = img;
+    auto out = apply_chain(chain, in, draw_key{5, 1, id}, builtins);
+    BOOST_REQUIRE(out);
+    cv::Mat expected = img;
+    for (auto& d : draw_rand_augment(
+           3, 12, 31, 16, 20, counter_rng{{5, 1, id, rng_stage::transforms}}))
+      expected = apply_augment_op(expected, d.op, d.magnitude,
+                                  augment_sampling::bilinear);
+    cv::Mat floats;
+    expected.convertTo(floats, CV_32F, 1.0 / 255.0);
+    BOOST_TEST(values(*out) == values(floats));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(random_erasing_checks_its_arguments_and_erases_a_box) {
   BOOST_TEST(has(chain_error({"random-erasing(1.5)"}, {28, 28, 3}),
                  "expected a probability P from 0 to 1"));

@@ -363,6 +363,54 @@ double trivial_wide_magnitude(augment_op op, size_t bin) noexcept {
   }
 }
 
+double rand_augment_magnitude(augment_op op, size_t bin, size_t bins,
+                              int height, int width) noexcept {
+  switch (op) {
+    case augment_op::shear_x:
+    case augment_op::shear_y:
+      return linspace(0.0f, 0.3f, bins, bin);
+    case augment_op::translate_x: // torchvision: 150 / 331 of the size
+      return linspace(0.0f, static_cast<float>(150.0 / 331.0 * width), bins,
+                      bin);
+    case augment_op::translate_y:
+      return linspace(0.0f, static_cast<float>(150.0 / 331.0 * height), bins,
+                      bin);
+    case augment_op::rotate:
+      return linspace(0.0f, 30.0f, bins, bin);
+    case augment_op::brightness:
+    case augment_op::color:
+    case augment_op::contrast:
+    case augment_op::sharpness:
+      return linspace(0.0f, 0.9f, bins, bin);
+    case augment_op::posterize: // 8 - round(i / ((bins - 1) / 4))
+      return 8.0 - std::nearbyint(static_cast<float>(bin)
+                                  / static_cast<float>((bins - 1) / 4.0));
+    case augment_op::solarize:
+      return linspace(255.0f, 0.0f, bins, bin);
+    default:
+      return 0.0;
+  }
+}
+
+std::vector<augment_draw> draw_rand_augment(uint32_t count, size_t magnitude,
+                                            size_t bins, int height,
+                                            int width,
+                                            const counter_rng& rng) {
+  std::vector<augment_draw> out;
+  for (uint32_t i = 0; i < count; ++i) {
+    auto words = rng.block(i);
+    augment_draw d;
+    d.op = static_cast<augment_op>((uint64_t{words[0]} * augment_op_count)
+                                   >> 32);
+    d.magnitude = rand_augment_magnitude(d.op, magnitude, bins, height,
+                                         width);
+    if (augment_op_signed(d.op) && (words[2] & 1u))
+      d.magnitude = -d.magnitude;
+    out.push_back(d);
+  }
+  return out;
+}
+
 augment_draw draw_trivial_wide(const counter_rng& rng) noexcept {
   auto words = rng.block(0);
   auto pick = [](uint32_t word, uint64_t n) {

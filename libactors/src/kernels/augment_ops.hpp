@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include <opencv2/core.hpp>
 
@@ -82,6 +83,21 @@ bool augment_op_signed(augment_op op) noexcept;
 /// magnitude, and a sign with even odds for the signed ones. The same
 /// distributions as torchvision's (tested by chi-square), not its draws.
 augment_draw draw_trivial_wide(const counter_rng& rng) noexcept;
+
+/// The magnitude of bin `bin` of `bins` for `op` in RandAugment's space
+/// on a `height` x `width` image (its translations scale with the size),
+/// as torch.linspace's float32 values (within an ulp: torch's vectorised
+/// kernel rounds a few values differently); 0 for the ops without one.
+double rand_augment_magnitude(augment_op op, size_t bin, size_t bins,
+                              int height, int width) noexcept;
+
+/// RandAugment's ops for one sample: `count` ops, each uniform over the
+/// 14 (block i of `rng` for op i), at bin `magnitude` of `bins`, signed
+/// with even odds where the op is.
+std::vector<augment_draw> draw_rand_augment(uint32_t count, size_t magnitude,
+                                            size_t bins, int height,
+                                            int width,
+                                            const counter_rng& rng);
 
 /// RandomErasing's parameters (torchvision's defaults).
 struct erasing_options {

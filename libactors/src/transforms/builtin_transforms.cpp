@@ -288,7 +288,9 @@ void add_builtin_transforms(registry& reg) {
   auto wide = define("trivial-augment-wide", 0, 1,
                      "trivial-augment-wide([BILINEAR]) with BILINEAR 0 "
                      "(nearest, torchvision's default) or 1");
-  wide.check = [](const entry_spec& t, chain_state& st) {
+  // The sampling argument, 8-bit pixels of 1 or 3 channels: the augment
+  // policies' check (rand-augment's passes its BILINEAR here).
+  auto augment_check = [](const entry_spec& t, chain_state& st) {
     if (!t.args.empty() && t.args[0] != 0 && t.args[0] != 1)
       return transform_error(t, "expected 0 (nearest) or 1 (bilinear) "
                                 "sampling");
@@ -304,6 +306,7 @@ void add_builtin_transforms(registry& reg) {
                                 + std::to_string(c));
     return caf::error{};
   };
+  wide.check = augment_check;
   wide.apply = pixels([](auto& a, const cv::Mat& img,
                          const counter_rng& rng) {
     auto d = draw_trivial_wide(rng);
@@ -319,6 +322,51 @@ void add_builtin_transforms(registry& reg) {
   });
   wide.eval = dropped_in_eval;
   must_add(reg.add(std::move(wide)));
+
+  // torchvision's RandAugment on 8-bit pixels: N ops in a row, each at
+  // bin M of BINS.
+  auto rand = define("rand-augment", 0, 4,
+                     "rand-augment([N[, M[, BINS[, BILINEAR]]]]) with N ops "
+                     "(default 2) at magnitude bin M (9) of BINS (31), "
+                     "BILINEAR 0 or 1");
+  rand.check = [augment_check](const entry_spec& t, chain_state& st) {
+    auto& a = t.args;
+    auto whole = [](double v) { return v >= 0 && std::floor(v) == v; };
+    if (!a.empty() && !(whole(a[0]) && a[0] <= 16))
+      return transform_error(t, "expected N, the ops a sample gets, a "
+                                "whole number from 0 to 16");
+    double bins = a.size() > 2 ? a[2] : 31;
+    if (a.size() > 2 && !(whole(bins) && bins >= 2 && bins <= 1000))
+      return transform_error(t, "expected BINS a whole number from 2 to "
+                                "1000");
+    if (a.size() > 1 && !(whole(a[1]) && a[1] < bins))
+      return transform_error(t, "expected M a whole number below BINS ("
+                                + std::to_string(static_cast<int>(bins))
+                                + ")");
+    entry_spec sampling = t; // BILINEAR and the pixels
+    sampling.args.clear();
+    if (a.size() > 3)
+      sampling.args.push_back(a[3]);
+    return augment_check(sampling, st);
+  };
+  rand.apply = pixels([](auto& a, const cv::Mat& img,
+                         const counter_rng& rng) {
+    auto count = static_cast<uint32_t>(a.size() > 0 ? a[0] : 2);
+    auto magnitude = static_cast<size_t>(a.size() > 1 ? a[1] : 9);
+    auto bins = static_cast<size_t>(a.size() > 2 ? a[2] : 31);
+    bool bilinear = a.size() > 3 && a[3] == 1;
+    cv::Mat out = img;
+    if (img.depth() == CV_32F) // the fused pass's floats: their bytes
+      img.convertTo(out, CV_8U, 255.0);
+    for (auto& d : draw_rand_augment(count, magnitude, bins, img.rows,
+                                     img.cols, rng))
+      out = apply_augment_op(out, d.op, d.magnitude,
+                             bilinear ? augment_sampling::bilinear
+                                      : augment_sampling::nearest);
+    return out;
+  });
+  rand.eval = dropped_in_eval;
+  must_add(reg.add(std::move(rand)));
 
   // torchvision's RandomErasing: a box set to VALUE (0: the mean colour
   // after normalize), on 8-bit or float pixels.
