@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <filesystem>
@@ -94,6 +95,11 @@ struct op_case {
   double magnitude;
   bool bilinear;
 };
+
+bool bytes_equal(const cv::Mat& a, const cv::Mat& b) {
+  return a.type() == b.type() && a.size() == b.size()
+         && std::equal(a.datastart, a.dataend, b.datastart);
+}
 
 bool geometric(augment_op op) {
   return op >= augment_op::shear_x && op <= augment_op::rotate;
@@ -238,6 +244,86 @@ BOOST_AUTO_TEST_CASE(the_draws_follow_torchvisions_distributions) {
   BOOST_TEST(chi_square(bins) < 59.70); // 30
   double share = negative / signed_draws;
   BOOST_TEST(std::abs(share - 0.5) < 0.01, share);
+}
+
+BOOST_AUTO_TEST_CASE(rotation_and_grayscale_are_torchvisions) {
+  scratch s;
+  auto script = s.write("rotate.py", R"PY(
+import sys, torch
+from torchvision.transforms import InterpolationMode, functional as F
+h, w, c = (int(v) for v in sys.argv[1:4])
+img = torch.frombuffer(bytearray(open(sys.argv[4], 'rb').read()),
+                       dtype=torch.uint8).view(h, w, c).permute(2, 0, 1)
+img = img.contiguous()
+out = open(sys.argv[5], 'wb')
+def put(y):
+    out.write(y.permute(1, 2, 0).contiguous().numpy().tobytes())
+for angle in (-33.3, 12.0, 90.0, 170.5):
+    for mode in (InterpolationMode.NEAREST, InterpolationMode.BILINEAR):
+        put(F.rotate(img, angle, mode, fill=[0.0] * c))
+floats = (img.double() / 255.0).float()  # as the test makes them
+if c == 3:  # (a 1-channel image stays 1 channel in torchvision even for 3)
+    for channels in (1, 3):
+        put(F.rgb_to_grayscale(img, channels))
+        put(F.rgb_to_grayscale(floats, channels))
+)PY");
+  for (int channels : {3, 1}) {
+    auto img = test_image(23, 31, channels);
+    s.write("in.bin", std::string(reinterpret_cast<char*>(img.data),
+                                  img.total() * img.elemSize()));
+    BOOST_REQUIRE(std::system(("/usr/bin/python3 " + script.string()
+                               + " 23 31 " + std::to_string(channels) + " "
+                               + (s.dir / "in.bin").string() + " "
+                               + (s.dir / "out.bin").string())
+                                .c_str())
+                  == 0);
+    auto expected = s.read("out.bin");
+    size_t at = 0;
+    auto next = [&](size_t bytes) {
+      auto part = expected.substr(at, bytes);
+      at += bytes;
+      return part;
+    };
+    size_t bytes = img.total() * img.elemSize();
+    for (double angle : {-33.3, 12.0, 90.0, 170.5})
+      for (auto mode : {augment_sampling::nearest, augment_sampling::bilinear}) {
+        auto got = rotate_filled(img, angle, mode);
+        auto theirs = next(bytes);
+        size_t further = 0;
+        size_t by_one = 0;
+        for (size_t b = 0; b < bytes; ++b) {
+          int d = std::abs(int{got.data[b]} - int{static_cast<uint8_t>(
+                                                theirs[b])});
+          further += d > 1;
+          by_one += d == 1;
+        }
+        BOOST_TEST(further == 0u, angle << " degrees, " << channels
+                                        << " channel(s): " << further
+                                        << " values off by more than 1");
+        BOOST_TEST(by_one <= bytes / 50, by_one);
+      }
+    BOOST_TEST(at == (channels == 1 ? expected.size() : at));
+    if (channels == 1) { // as it is, or 3 copies
+      BOOST_TEST(bytes_equal(to_grayscale(img, 1), img));
+      cv::Mat three;
+      cv::merge(std::vector<cv::Mat>{img, img, img}, three);
+      BOOST_TEST(bytes_equal(to_grayscale(img, 3), three));
+      continue;
+    }
+    cv::Mat floats(img.size(), CV_32FC3);
+    for (size_t i = 0; i < bytes; ++i)
+      floats.ptr<float>()[i] = static_cast<float>(img.data[i] / 255.0);
+    for (int out : {1, 3}) {
+      auto gray = to_grayscale(img, out);
+      BOOST_TEST(next(img.total() * out)
+                 == std::string(reinterpret_cast<char*>(gray.data),
+                                gray.total() * gray.elemSize()));
+      auto gray_f = to_grayscale(floats, out);
+      BOOST_TEST(next(img.total() * out * 4)
+                 == std::string(reinterpret_cast<char*>(gray_f.data),
+                                gray_f.total() * gray_f.elemSize()));
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(rand_augments_space_and_draws_are_torchvisions) {

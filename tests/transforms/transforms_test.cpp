@@ -190,6 +190,40 @@ BOOST_AUTO_TEST_CASE(rand_augment_runs_n_drawn_ops_in_a_row) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(grayscale_sets_the_channels_and_rotation_draws_its_angle) {
+  auto one = check_chain(chain_of({"grayscale", "to-tensor"}), {28, 28, 3},
+                         false, builtins);
+  BOOST_REQUIRE(one);
+  BOOST_TEST(one->channels == 1u);
+  auto three = check_chain(chain_of({"grayscale(3)"}), {28, 28, 3}, false,
+                           builtins);
+  BOOST_REQUIRE(three);
+  BOOST_TEST(three->channels == 3u);
+  BOOST_TEST(has(chain_error({"grayscale(2)"}, {28, 28, 3}),
+                 "expected CHANNELS 1 or 3"));
+  BOOST_TEST(has(chain_error({"random-rotation(0)"}, {28, 28, 3}),
+                 "expected 0 < DEGREES <= 180"));
+  BOOST_TEST(has(chain_error({"to-tensor", "random-rotation(10)"},
+                             {28, 28, 3}),
+                 "expected 8-bit pixels"));
+  cv::Mat img(16, 20, CV_8UC3);
+  cv::randu(img, cv::Scalar::all(0), cv::Scalar::all(255));
+  auto chain = chain_of({"random-rotation(30, 1)"});
+  for (uint64_t id = 0; id < 10; ++id) {
+    sample_input in;
+    in.pixels = img;
+    auto out = apply_chain(chain, in, draw_key{2, 0, id}, builtins);
+    BOOST_REQUIRE(out);
+    double angle = random_rotation_angle(
+      30, counter_rng{{2, 0, id, rng_stage::transforms}});
+    BOOST_TEST(std::abs(angle) <= 30);
+    cv::Mat expected;
+    rotate_filled(img, angle, augment_sampling::bilinear)
+      .convertTo(expected, CV_32F, 1.0 / 255.0);
+    BOOST_TEST(values(*out) == values(expected));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(random_erasing_checks_its_arguments_and_erases_a_box) {
   BOOST_TEST(has(chain_error({"random-erasing(1.5)"}, {28, 28, 3}),
                  "expected a probability P from 0 to 1"));

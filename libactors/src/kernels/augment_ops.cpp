@@ -225,9 +225,12 @@ inline double round_even(double x) {
 // F_t.affine's grid and grid_sample (zeros outside, align_corners False):
 // output pixel (x, y) samples the input at m applied to its position from
 // the centre, plus (size - 1) / 2.
+// `fill_mask`: bilinear values times the share of their taps inside, as
+// torchvision blends with a fill of 0 (RandomRotation's), not zero
+// padding alone (the augment policies' fill None).
 template <int C>
 void warp_rows(const cv::Mat& img, const std::array<double, 6>& m,
-               augment_sampling sampling, cv::Mat& out) {
+               augment_sampling sampling, bool fill_mask, cv::Mat& out) {
   int h = img.rows;
   int w = img.cols;
   auto pixel = [&](int y, int x) { return img.ptr<uint8_t>(y) + x * C; };
@@ -257,15 +260,20 @@ void warp_rows(const cv::Mat& img, const std::array<double, 6>& m,
       double weights[4] = {(1 - fy) * (1 - fx), (1 - fy) * fx, fy * (1 - fx),
                            fy * fx};
       double v[C] = {};
+      double inside = 0;
       for (int t = 0; t < 4; ++t) {
         int sx = x0 + (t & 1);
         int sy = y0 + (t >> 1);
         if (sx < 0 || sy < 0 || sx >= w || sy >= h)
           continue;
+        inside += weights[t];
         const uint8_t* s = pixel(sy, sx);
         for (int k = 0; k < C; ++k)
           v[k] += weights[t] * s[k];
       }
+      if (fill_mask)
+        for (int k = 0; k < C; ++k)
+          v[k] *= inside;
       for (int k = 0; k < C; ++k)
         o[k] = static_cast<uint8_t>(
           std::min(std::max(round_even(v[k]), 0.0), 255.0));
@@ -274,12 +282,12 @@ void warp_rows(const cv::Mat& img, const std::array<double, 6>& m,
 }
 
 cv::Mat warp(const cv::Mat& img, const std::array<double, 6>& m,
-             augment_sampling sampling) {
+             augment_sampling sampling, bool fill_mask = false) {
   cv::Mat out = cv::Mat::zeros(img.size(), img.type());
   if (img.channels() == 3)
-    warp_rows<3>(img, m, sampling, out);
+    warp_rows<3>(img, m, sampling, fill_mask, out);
   else
-    warp_rows<1>(img, m, sampling, out);
+    warp_rows<1>(img, m, sampling, fill_mask, out);
   return out;
 }
 
@@ -423,6 +431,43 @@ augment_draw draw_trivial_wide(const counter_rng& rng) noexcept {
   if (augment_op_signed(d.op) && (words[2] & 1u))
     d.magnitude = -d.magnitude;
   return d;
+}
+
+cv::Mat rotate_filled(const cv::Mat& input, double degrees,
+                      augment_sampling sampling) {
+  cv::Mat img = input.isContinuous() ? input : input.clone();
+  return warp(img, inverse_affine(0.0, 0.0, -degrees, 0.0, 0.0, 0.0, 0.0),
+              sampling, true);
+}
+
+double random_rotation_angle(double degrees, const counter_rng& rng) noexcept {
+  return -degrees + 2.0 * degrees * static_cast<double>(rng.uniform(0));
+}
+
+cv::Mat to_grayscale(const cv::Mat& input, int channels) {
+  cv::Mat img = input.isContinuous() ? input : input.clone();
+  if (img.channels() == 1) // torchvision: a clone (expanded to 3 if asked)
+    return channels == 1 ? img.clone() : [&] {
+      cv::Mat three;
+      cv::merge(std::vector<cv::Mat>{img, img, img}, three);
+      return three;
+    }();
+  cv::Mat gray(img.size(), CV_MAKETYPE(img.depth(), channels));
+  size_t n = img.total();
+  for (size_t i = 0; i < n; ++i) {
+    if (img.depth() == CV_8U) {
+      uint8_t l = gray_of(img.ptr<uint8_t>() + 3 * i);
+      for (int k = 0; k < channels; ++k)
+        gray.ptr<uint8_t>()[i * channels + k] = l;
+    } else {
+      const float* p = img.ptr<float>() + 3 * i;
+      float l = 0.2989f * p[0] + 0.587f * p[1];
+      l = l + 0.114f * p[2];
+      for (int k = 0; k < channels; ++k)
+        gray.ptr<float>()[i * channels + k] = l;
+    }
+  }
+  return gray;
 }
 
 cv::Rect random_erasing_box(int height, int width, const erasing_options& o,

@@ -99,6 +99,22 @@ std::vector<augment_draw> draw_rand_augment(uint32_t count, size_t magnitude,
                                             int width,
                                             const counter_rng& rng);
 
+/// torchvision's F.rotate as RandomRotation calls it (fill 0, no expand):
+/// `degrees` counter-clockwise about the centre; bilinear values blended
+/// with the fill mask as torchvision does (an edge pixel darkened by the
+/// share of its taps outside). 8-bit, 1 or 3 channels.
+cv::Mat rotate_filled(const cv::Mat& img, double degrees,
+                      augment_sampling sampling);
+
+/// RandomRotation's angle: uniform in [-degrees, degrees) from word 0 of
+/// block 0.
+double random_rotation_angle(double degrees, const counter_rng& rng) noexcept;
+
+/// torchvision's rgb_to_grayscale: 0.2989 R + 0.587 G + 0.114 B in float32
+/// (8-bit: truncated), as `channels` (1 or 3) equal channels; a 1-channel
+/// image as it is (3 copies for 3). 8-bit or float32.
+cv::Mat to_grayscale(const cv::Mat& img, int channels);
+
 /// RandomErasing's parameters (torchvision's defaults).
 struct erasing_options {
   double p = 0.5;

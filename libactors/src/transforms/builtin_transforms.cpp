@@ -368,6 +368,53 @@ void add_builtin_transforms(registry& reg) {
   rand.eval = dropped_in_eval;
   must_add(reg.add(std::move(rand)));
 
+  // torchvision's RandomRotation (fill 0, no expand) on 8-bit pixels.
+  auto rotation = define("random-rotation", 1, 2,
+                         "random-rotation(DEGREES[, BILINEAR]) with "
+                         "0 < DEGREES <= 180, BILINEAR 0 or 1");
+  rotation.check = [augment_check](const entry_spec& t, chain_state& st) {
+    if (!(t.args[0] > 0 && t.args[0] <= 180))
+      return transform_error(t, "expected 0 < DEGREES <= 180: the angle "
+                                "is drawn from [-DEGREES, DEGREES]");
+    entry_spec sampling = t;
+    sampling.args.erase(sampling.args.begin());
+    return augment_check(sampling, st);
+  };
+  rotation.apply = pixels([](auto& a, const cv::Mat& img,
+                             const counter_rng& rng) {
+    cv::Mat bytes = img;
+    if (img.depth() == CV_32F) // the fused pass's floats: their bytes
+      img.convertTo(bytes, CV_8U, 255.0);
+    return rotate_filled(bytes, random_rotation_angle(a[0], rng),
+                         a.size() > 1 && a[1] == 1
+                           ? augment_sampling::bilinear
+                           : augment_sampling::nearest);
+  });
+  rotation.eval = dropped_in_eval;
+  must_add(reg.add(std::move(rotation)));
+
+  // torchvision's Grayscale: 1 or 3 equal channels, 8-bit or float.
+  auto gray = define("grayscale", 0, 1,
+                     "grayscale([CHANNELS]) with CHANNELS 1 or 3");
+  gray.check = [](const entry_spec& t, chain_state& st) {
+    double out = t.args.empty() ? 1 : t.args[0];
+    if (out != 1 && out != 3)
+      return transform_error(t, "expected CHANNELS 1 or 3");
+    if (st.encoded)
+      return transform_error(t, "expected decoded pixels: put it after "
+                                "decode");
+    auto c = st.shape.channels;
+    if (c != 0 && c != 1 && c != 3)
+      return transform_error(t, "expected 1 or 3 channels; the chain has "
+                                + std::to_string(c));
+    st.shape.channels = static_cast<uint32_t>(out);
+    return caf::error{};
+  };
+  gray.apply = pixels([](auto& a, const cv::Mat& img, auto&) {
+    return to_grayscale(img, a.empty() ? 1 : static_cast<int>(a[0]));
+  });
+  must_add(reg.add(std::move(gray)));
+
   // torchvision's RandomErasing: a box set to VALUE (0: the mean colour
   // after normalize), on 8-bit or float pixels.
   auto erasing = define("random-erasing", 0, 6,
