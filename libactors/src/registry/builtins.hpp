@@ -21,6 +21,10 @@ void add_builtin_sources(registry& reg);
 /// decode ... gaussian-blur (builtin_transforms.cpp).
 void add_builtin_transforms(registry& reg);
 
+/// trivial-augment-wide ... random-erasing (builtin_augments.cpp), called
+/// by add_builtin_transforms after the flip.
+void add_builtin_augments(registry& reg);
+
 /// vit and cnn (builtin_models.cpp).
 void add_builtin_models(registry& reg);
 

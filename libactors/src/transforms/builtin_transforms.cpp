@@ -8,11 +8,11 @@
 
 #include "stoker/errors.hpp"
 #include "stoker/registry.hpp"
-#include "kernels/augment_ops.hpp"
 #include "kernels/blur.hpp"
 #include "kernels/image_ops.hpp"
 #include "kernels/jpeg_region.hpp"
 #include "registry/builtins.hpp"
+#include "transforms/builtin_parts.hpp"
 
 namespace stoker::detail {
 
@@ -28,15 +28,6 @@ uint32_t u32(double x) {
 
 bool size_arg(const entry_spec& t, size_t i) {
   return whole(t.args[i], 1, 16384);
-}
-
-// Every built-in replaces the pixels; none can fail on a decoded image.
-template <class F>
-auto pixels(F f) {
-  return [f](const entry_spec& t, sample_input& s, const counter_rng& rng) {
-    s.pixels = f(t.args, s.pixels, rng);
-    return caf::error{};
-  };
 }
 
 caf::error check_decode(const entry_spec& t, chain_state& st) {
@@ -202,23 +193,11 @@ cv::Mat apply_blur(const std::vector<double>& a, const cv::Mat& img,
   return out;
 }
 
-std::vector<entry_spec> dropped_in_eval(const entry_spec&) {
-  return {};
-}
-
 } // namespace
 
 void add_builtin_transforms(registry& reg) {
   // Each definition by name: what it is called and takes, then its parts.
-  auto define = [](const char* name, size_t min_args, size_t max_args,
-                   const char* usage) {
-    transform_def def;
-    def.name = name;
-    def.min_args = min_args;
-    def.max_args = max_args;
-    def.usage = usage;
-    return def;
-  };
+  auto define = define_transform;
   auto decode = define("decode", 0, 1, "decode or decode(1) for grayscale");
   decode.check = check_decode;
   decode.apply = apply_decode;
@@ -283,180 +262,8 @@ void add_builtin_transforms(registry& reg) {
   flip.eval = dropped_in_eval;
   must_add(reg.add(std::move(flip)));
 
-  // torchvision's TrivialAugmentWide on 8-bit pixels: one of its 14 ops
-  // at a magnitude drawn from the sample's own generator.
-  auto wide = define("trivial-augment-wide", 0, 1,
-                     "trivial-augment-wide([BILINEAR]) with BILINEAR 0 "
-                     "(nearest, torchvision's default) or 1");
-  // The sampling argument, 8-bit pixels of 1 or 3 channels: the augment
-  // policies' check (rand-augment's passes its BILINEAR here).
-  auto augment_check = [](const entry_spec& t, chain_state& st) {
-    if (!t.args.empty() && t.args[0] != 0 && t.args[0] != 1)
-      return transform_error(t, "expected 0 (nearest) or 1 (bilinear) "
-                                "sampling");
-    if (st.encoded)
-      return transform_error(t, "expected decoded pixels: put it after "
-                                "decode");
-    if (st.is_float)
-      return transform_error(t, "expected 8-bit pixels: put it before "
-                                "to-tensor");
-    auto c = st.shape.channels;
-    if (c != 0 && c != 1 && c != 3)
-      return transform_error(t, "expected 1 or 3 channels; the chain has "
-                                + std::to_string(c));
-    return caf::error{};
-  };
-  wide.check = augment_check;
-  wide.apply = pixels([](auto& a, const cv::Mat& img,
-                         const counter_rng& rng) {
-    auto d = draw_trivial_wide(rng);
-    bool bilinear = !a.empty() && a[0] == 1;
-    // Right after the fused crop the pass's [0, 1] floats: the bytes the
-    // unfused chain has there.
-    cv::Mat bytes = img;
-    if (img.depth() == CV_32F)
-      img.convertTo(bytes, CV_8U, 255.0);
-    return apply_augment_op(bytes, d.op, d.magnitude,
-                            bilinear ? augment_sampling::bilinear
-                                     : augment_sampling::nearest);
-  });
-  wide.eval = dropped_in_eval;
-  must_add(reg.add(std::move(wide)));
+  add_builtin_augments(reg); // trivial-augment-wide ... random-erasing
 
-  // torchvision's RandAugment on 8-bit pixels: N ops in a row, each at
-  // bin M of BINS.
-  auto rand = define("rand-augment", 0, 4,
-                     "rand-augment([N[, M[, BINS[, BILINEAR]]]]) with N ops "
-                     "(default 2) at magnitude bin M (9) of BINS (31), "
-                     "BILINEAR 0 or 1");
-  rand.check = [augment_check](const entry_spec& t, chain_state& st) {
-    auto& a = t.args;
-    auto whole = [](double v) { return v >= 0 && std::floor(v) == v; };
-    if (!a.empty() && !(whole(a[0]) && a[0] <= 16))
-      return transform_error(t, "expected N, the ops a sample gets, a "
-                                "whole number from 0 to 16");
-    double bins = a.size() > 2 ? a[2] : 31;
-    if (a.size() > 2 && !(whole(bins) && bins >= 2 && bins <= 1000))
-      return transform_error(t, "expected BINS a whole number from 2 to "
-                                "1000");
-    if (a.size() > 1 && !(whole(a[1]) && a[1] < bins))
-      return transform_error(t, "expected M a whole number below BINS ("
-                                + std::to_string(static_cast<int>(bins))
-                                + ")");
-    entry_spec sampling = t; // BILINEAR and the pixels
-    sampling.args.clear();
-    if (a.size() > 3)
-      sampling.args.push_back(a[3]);
-    return augment_check(sampling, st);
-  };
-  rand.apply = pixels([](auto& a, const cv::Mat& img,
-                         const counter_rng& rng) {
-    auto count = static_cast<uint32_t>(a.size() > 0 ? a[0] : 2);
-    auto magnitude = static_cast<size_t>(a.size() > 1 ? a[1] : 9);
-    auto bins = static_cast<size_t>(a.size() > 2 ? a[2] : 31);
-    bool bilinear = a.size() > 3 && a[3] == 1;
-    cv::Mat out = img;
-    if (img.depth() == CV_32F) // the fused pass's floats: their bytes
-      img.convertTo(out, CV_8U, 255.0);
-    for (auto& d : draw_rand_augment(count, magnitude, bins, img.rows,
-                                     img.cols, rng))
-      out = apply_augment_op(out, d.op, d.magnitude,
-                             bilinear ? augment_sampling::bilinear
-                                      : augment_sampling::nearest);
-    return out;
-  });
-  rand.eval = dropped_in_eval;
-  must_add(reg.add(std::move(rand)));
-
-  // torchvision's RandomRotation (fill 0, no expand) on 8-bit pixels.
-  auto rotation = define("random-rotation", 1, 2,
-                         "random-rotation(DEGREES[, BILINEAR]) with "
-                         "0 < DEGREES <= 180, BILINEAR 0 or 1");
-  rotation.check = [augment_check](const entry_spec& t, chain_state& st) {
-    if (!(t.args[0] > 0 && t.args[0] <= 180))
-      return transform_error(t, "expected 0 < DEGREES <= 180: the angle "
-                                "is drawn from [-DEGREES, DEGREES]");
-    entry_spec sampling = t;
-    sampling.args.erase(sampling.args.begin());
-    return augment_check(sampling, st);
-  };
-  rotation.apply = pixels([](auto& a, const cv::Mat& img,
-                             const counter_rng& rng) {
-    cv::Mat bytes = img;
-    if (img.depth() == CV_32F) // the fused pass's floats: their bytes
-      img.convertTo(bytes, CV_8U, 255.0);
-    return rotate_filled(bytes, random_rotation_angle(a[0], rng),
-                         a.size() > 1 && a[1] == 1
-                           ? augment_sampling::bilinear
-                           : augment_sampling::nearest);
-  });
-  rotation.eval = dropped_in_eval;
-  must_add(reg.add(std::move(rotation)));
-
-  // torchvision's Grayscale: 1 or 3 equal channels, 8-bit or float.
-  auto gray = define("grayscale", 0, 1,
-                     "grayscale([CHANNELS]) with CHANNELS 1 or 3");
-  gray.check = [](const entry_spec& t, chain_state& st) {
-    double out = t.args.empty() ? 1 : t.args[0];
-    if (out != 1 && out != 3)
-      return transform_error(t, "expected CHANNELS 1 or 3");
-    if (st.encoded)
-      return transform_error(t, "expected decoded pixels: put it after "
-                                "decode");
-    auto c = st.shape.channels;
-    if (c != 0 && c != 1 && c != 3)
-      return transform_error(t, "expected 1 or 3 channels; the chain has "
-                                + std::to_string(c));
-    st.shape.channels = static_cast<uint32_t>(out);
-    return caf::error{};
-  };
-  gray.apply = pixels([](auto& a, const cv::Mat& img, auto&) {
-    return to_grayscale(img, a.empty() ? 1 : static_cast<int>(a[0]));
-  });
-  must_add(reg.add(std::move(gray)));
-
-  // torchvision's RandomErasing: a box set to VALUE (0: the mean colour
-  // after normalize), on 8-bit or float pixels.
-  auto erasing = define("random-erasing", 0, 6,
-                        "random-erasing([P[, SCALE_MIN, SCALE_MAX[, "
-                        "RATIO_MIN, RATIO_MAX[, VALUE]]]])");
-  erasing.check = [](const entry_spec& t, chain_state& st) {
-    auto& a = t.args;
-    if (st.encoded)
-      return transform_error(t, "expected decoded pixels: put it after "
-                                "decode");
-    if (a.size() == 2 || a.size() == 4)
-      return transform_error(t, "expected P, then SCALE_MIN and SCALE_MAX "
-                                "together, then RATIO_MIN and RATIO_MAX "
-                                "together");
-    if (!a.empty() && !(a[0] >= 0 && a[0] <= 1))
-      return transform_error(t, "expected a probability P from 0 to 1");
-    if (a.size() >= 3 && !(a[1] > 0 && a[1] <= a[2] && a[2] < 1))
-      return transform_error(t, "expected 0 < SCALE_MIN <= SCALE_MAX < 1");
-    if (a.size() >= 5 && !(a[3] > 0 && a[3] <= a[4]))
-      return transform_error(t, "expected 0 < RATIO_MIN <= RATIO_MAX");
-    return caf::error{};
-  };
-  erasing.apply = pixels([](auto& a, const cv::Mat& img,
-                            const counter_rng& rng) {
-    erasing_options o;
-    if (!a.empty())
-      o.p = a[0];
-    if (a.size() >= 3) {
-      o.scale_min = a[1];
-      o.scale_max = a[2];
-    }
-    if (a.size() >= 5) {
-      o.ratio_min = a[3];
-      o.ratio_max = a[4];
-    }
-    if (a.size() >= 6)
-      o.value = a[5];
-    return erase_box(img, random_erasing_box(img.rows, img.cols, o, rng),
-                     o.value);
-  });
-  erasing.eval = dropped_in_eval;
-  must_add(reg.add(std::move(erasing)));
 
   auto tensor = define("to-tensor", 0, 0, "to-tensor");
   tensor.check = [](const entry_spec&, chain_state& st) {
