@@ -389,6 +389,80 @@ with open(sys.argv[1], 'w') as f:
   BOOST_TEST(std::abs(negative / signed_draws - 0.5) < 0.01);
 }
 
+BOOST_AUTO_TEST_CASE(auto_augments_imagenet_policy_is_torchvisions) {
+  scratch s;
+  auto script = s.write("auto.py", R"PY(
+import sys
+from torchvision.transforms import AutoAugment, AutoAugmentPolicy
+with open(sys.argv[1], 'w') as f:
+    for policy in AutoAugment()._get_policies(AutoAugmentPolicy.IMAGENET):
+        for name, p, magnitude in policy:
+            f.write(f'{name} {p!r} {-1 if magnitude is None else magnitude}'
+                    '\n')
+    space = AutoAugment()._augmentation_space(10, (29, 37))
+    for name in ('Posterize', 'Solarize', 'Rotate', 'ShearX', 'Color',
+                 'Contrast', 'Sharpness'):
+        f.write(name + ' ' + ' '.join(repr(float(v)) for v in
+                                      space[name][0].tolist()) + '\n')
+)PY");
+  BOOST_REQUIRE(std::system(("/usr/bin/python3 " + script.string() + " "
+                             + (s.dir / "auto.txt").string())
+                              .c_str())
+                == 0);
+  std::istringstream lines{s.read("auto.txt")};
+  for (auto& policy : auto_augment_imagenet())
+    for (auto& step : policy) {
+      std::string name;
+      double p = 0;
+      int bin = 0;
+      lines >> name >> p >> bin;
+      BOOST_TEST(name == augment_op_name(step.op));
+      BOOST_TEST(p == step.p);
+      BOOST_TEST(bin == step.magnitude_bin);
+    }
+  std::string line;
+  std::getline(lines, line); // the end of the last policy's line
+  while (std::getline(lines, line)) { // its space's tables, 10 bins
+    std::istringstream words{line};
+    std::string name;
+    words >> name;
+    std::vector<double> values{std::istream_iterator<double>(words), {}};
+    BOOST_REQUIRE_EQUAL(values.size(), 10u);
+    augment_op op = augment_op::identity;
+    for (size_t k = 0; k <= augment_op_count; ++k)
+      if (augment_op_name(static_cast<augment_op>(k)) == name)
+        op = static_cast<augment_op>(k);
+    for (size_t bin = 0; bin < 10; ++bin)
+      BOOST_TEST(std::abs(rand_augment_magnitude(op, bin, 10, 29, 37)
+                          - values[bin])
+                   <= 1.2e-7 * std::abs(values[bin]),
+                 name << " bin " << bin);
+  }
+  // Invert, AutoAugment's own op, is torchvision's 255 - x.
+  auto img = test_image(5, 6, 3);
+  cv::Mat inverted = cv::Scalar::all(255) - img;
+  BOOST_TEST(bytes_equal(apply_augment_op(img, augment_op::invert, 0),
+                         inverted));
+  // The draws: a sub-policy uniform over 25 (its first step's share is
+  // its p once the sub-policies are even), each step with its p.
+  std::array<double, augment_op_count + 1> applied{};
+  double draws = 200'000;
+  for (uint64_t i = 0; i < draws; ++i)
+    for (auto& d :
+         draw_auto_augment(224, 224, counter_rng{{8, 0, i,
+                                                  rng_stage::transforms}}))
+      applied[static_cast<size_t>(d.op)] += 1;
+  std::array<double, augment_op_count + 1> expected{};
+  for (auto& policy : auto_augment_imagenet())
+    for (auto& step : policy)
+      expected[static_cast<size_t>(step.op)] += draws / 25 * step.p;
+  for (size_t k = 0; k <= augment_op_count; ++k)
+    BOOST_TEST(std::abs(applied[k] - expected[k])
+                 <= 4 * std::sqrt(expected[k]) + 1,
+               augment_op_name(static_cast<augment_op>(k))
+                 << ": " << applied[k] << " against " << expected[k]);
+}
+
 BOOST_AUTO_TEST_CASE(random_erasing_boxes_follow_torchvisions_get_params) {
   // 20,000 boxes on 224 x 160 from each: the erased area's share, the log
   // of h / w and how often no box fits, against torchvision's own draws.

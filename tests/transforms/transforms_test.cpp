@@ -162,7 +162,7 @@ BOOST_AUTO_TEST_CASE(trivial_augment_wide_draws_its_op_from_the_samples_key) {
   BOOST_TEST(real_ops > 30u); // most draws are not the identity
 }
 
-BOOST_AUTO_TEST_CASE(rand_augment_runs_n_drawn_ops_in_a_row) {
+BOOST_AUTO_TEST_CASE(rand_and_auto_augment_run_their_drawn_ops_in_a_row) {
   BOOST_TEST(has(chain_error({"rand-augment(2, 31)"}, {28, 28, 3}),
                  "expected M a whole number below BINS (31)"));
   BOOST_TEST(has(chain_error({"rand-augment(1.5)"}, {28, 28, 3}),
@@ -173,20 +173,26 @@ BOOST_AUTO_TEST_CASE(rand_augment_runs_n_drawn_ops_in_a_row) {
                  "expected 0 (nearest) or 1 (bilinear) sampling"));
   cv::Mat img(16, 20, CV_8UC3);
   cv::randu(img, cv::Scalar::all(0), cv::Scalar::all(255));
-  auto chain = chain_of({"rand-augment(3, 12, 31, 1)"});
+  // rand-augment's N drawn ops in a row, and auto-augment's sub-policy.
+  auto rand = chain_of({"rand-augment(3, 12, 31, 1)"});
+  auto autoaug = chain_of({"auto-augment(1)"});
   for (uint64_t id = 0; id < 20; ++id) {
-    sample_input in;
-    in.pixels = img;
-    auto out = apply_chain(chain, in, draw_key{5, 1, id}, builtins);
-    BOOST_REQUIRE(out);
-    cv::Mat expected = img;
-    for (auto& d : draw_rand_augment(
-           3, 12, 31, 16, 20, counter_rng{{5, 1, id, rng_stage::transforms}}))
-      expected = apply_augment_op(expected, d.op, d.magnitude,
-                                  augment_sampling::bilinear);
-    cv::Mat floats;
-    expected.convertTo(floats, CV_32F, 1.0 / 255.0);
-    BOOST_TEST(values(*out) == values(floats));
+    counter_rng rng{{5, 1, id, rng_stage::transforms}};
+    for (bool is_rand : {true, false}) {
+      sample_input in;
+      in.pixels = img;
+      auto out = apply_chain(is_rand ? rand : autoaug, in,
+                             draw_key{5, 1, id}, builtins);
+      BOOST_REQUIRE(out);
+      cv::Mat expected = img;
+      for (auto& d : is_rand ? draw_rand_augment(3, 12, 31, 16, 20, rng)
+                             : draw_auto_augment(16, 20, rng))
+        expected = apply_augment_op(expected, d.op, d.magnitude,
+                                    augment_sampling::bilinear);
+      cv::Mat floats;
+      expected.convertTo(floats, CV_32F, 1.0 / 255.0);
+      BOOST_TEST(values(*out) == values(floats));
+    }
   }
 }
 

@@ -33,8 +33,10 @@ enum class augment_op : uint8_t {
   solarize,
   auto_contrast,
   equalize,
+  invert, ///< AutoAugment's only, not in the 14 the others draw from
 };
 
+/// The ops TrivialAugmentWide and RandAugment draw from (all but invert).
 constexpr size_t augment_op_count = 14;
 
 /// torchvision's name of `op` ("ShearX").
@@ -114,6 +116,28 @@ double random_rotation_angle(double degrees, const counter_rng& rng) noexcept;
 /// (8-bit: truncated), as `channels` (1 or 3) equal channels; a 1-channel
 /// image as it is (3 copies for 3). 8-bit or float32.
 cv::Mat to_grayscale(const cv::Mat& img, int channels);
+
+/// One op of an AutoAugment sub-policy: applied with probability `p`, at
+/// bin `magnitude_bin` of RandAugment's space with 10 bins (-1: the op
+/// has no magnitude).
+struct auto_augment_step {
+  augment_op op;
+  double p;
+  int magnitude_bin;
+};
+
+/// AutoAugment's ImageNet policy: 25 sub-policies of 2 steps, as
+/// torchvision's AutoAugmentPolicy.IMAGENET lists them.
+constexpr size_t auto_augment_policies = 25;
+const std::array<std::array<auto_augment_step, 2>, auto_augment_policies>&
+auto_augment_imagenet() noexcept;
+
+/// AutoAugment's ops for one sample (torchvision's get_params): a
+/// sub-policy uniform over the 25 (word 0 of block 0), each step applied
+/// when its uniform draw (words 1 and 2) is <= its p, signed with even
+/// odds (word 3) where the op is.
+std::vector<augment_draw> draw_auto_augment(int height, int width,
+                                            const counter_rng& rng);
 
 /// RandomErasing's parameters (torchvision's defaults).
 struct erasing_options {

@@ -101,6 +101,26 @@ void add_builtin_augments(registry& reg) {
   rand.eval = dropped_in_eval;
   must_add(reg.add(std::move(rand)));
 
+  // torchvision's AutoAugment with its ImageNet policy on 8-bit pixels.
+  auto autoaug = define("auto-augment", 0, 1,
+                        "auto-augment([BILINEAR]): the ImageNet policy; "
+                        "BILINEAR 0 or 1");
+  autoaug.check = augment_check;
+  autoaug.apply = pixels([](auto& a, const cv::Mat& img,
+                            const counter_rng& rng) {
+    cv::Mat out = img;
+    if (img.depth() == CV_32F) // the fused pass's floats: their bytes
+      img.convertTo(out, CV_8U, 255.0);
+    for (auto& d : draw_auto_augment(img.rows, img.cols, rng))
+      out = apply_augment_op(out, d.op, d.magnitude,
+                             !a.empty() && a[0] == 1
+                               ? augment_sampling::bilinear
+                               : augment_sampling::nearest);
+    return out;
+  });
+  autoaug.eval = dropped_in_eval;
+  must_add(reg.add(std::move(autoaug)));
+
   // torchvision's RandomRotation (fill 0, no expand) on 8-bit pixels.
   auto rotation = define("random-rotation", 1, 2,
                          "random-rotation(DEGREES[, BILINEAR]) with "
