@@ -62,9 +62,10 @@ BOOST_AUTO_TEST_CASE(the_builtin_registry_holds_every_builtin_entry) {
   BOOST_TEST(reg.transform_names()
              == "decode, resize, center-crop, random-resized-crop, "
                 "random-crop, horizontal-flip, trivial-augment-wide, "
-                "rand-augment, auto-augment, random-rotation, grayscale, "
-                "random-erasing, to-tensor, normalize, gaussian-blur, "
-                "python, python-pil or python-batch");
+                "rand-augment, auto-augment, color-jitter, "
+                "random-rotation, grayscale, random-erasing, to-tensor, "
+                "normalize, gaussian-blur, python, python-pil or "
+                "python-batch");
   BOOST_TEST(reg.model_names() == "vit or cnn");
   BOOST_TEST(reg.transform("decode")->takes_files);
   BOOST_TEST(reg.transform("my-jitter") == nullptr);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -324,6 +325,76 @@ if c == 3:  # (a 1-channel image stays 1 channel in torchvision even for 3)
                                 gray_f.total() * gray_f.elemSize()));
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(hue_and_color_jitter_are_torchvisions) {
+  scratch s;
+  auto script = s.write("hue.py", R"PY(
+import sys, torch
+from torchvision.transforms import functional as F
+h, w = 23, 31
+img = torch.frombuffer(bytearray(open(sys.argv[1], 'rb').read()),
+                       dtype=torch.uint8).view(h, w, 3).permute(2, 0, 1)
+img = img.contiguous()
+out = open(sys.argv[2], 'wb')
+for factor in (-0.5, -0.31, -0.05, 0.0, 0.12, 0.4, 0.5):
+    y = F.adjust_hue(img, factor)
+    out.write(y.permute(1, 2, 0).contiguous().numpy().tobytes())
+# ColorJitter's steps in one order with given factors
+y = F.adjust_hue(F.adjust_saturation(F.adjust_contrast(
+    F.adjust_brightness(img, 1.3), 0.7), 1.6), -0.2)
+out.write(y.permute(1, 2, 0).contiguous().numpy().tobytes())
+)PY");
+  auto img = test_image(23, 31, 3);
+  cv::Mat gray_patch = img(cv::Rect{0, 0, 4, 4}); // r = g = b there too
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 4; ++x) {
+      auto* p = gray_patch.ptr<uint8_t>(y) + 3 * x;
+      p[1] = p[2] = p[0];
+    }
+  s.write("in.bin", std::string(reinterpret_cast<char*>(img.data),
+                                img.total() * img.elemSize()));
+  BOOST_REQUIRE(std::system(("/usr/bin/python3 " + script.string() + " "
+                             + (s.dir / "in.bin").string() + " "
+                             + (s.dir / "out.bin").string())
+                              .c_str())
+                == 0);
+  auto expected = s.read("out.bin");
+  size_t bytes = img.total() * img.elemSize();
+  size_t at = 0;
+  for (double factor : {-0.5, -0.31, -0.05, 0.0, 0.12, 0.4, 0.5}) {
+    auto got = adjust_hue(img, factor);
+    BOOST_TEST(expected.substr(at, bytes)
+                 == std::string(reinterpret_cast<char*>(got.data), bytes),
+               "hue " << factor);
+    at += bytes;
+  }
+  color_jitter_draw d;
+  d.order = {0, 1, 2, 3};
+  d.factor = {1.3, 0.7, 1.6, -0.2};
+  d.active = {true, true, true, true};
+  auto got = color_jitter(img, d);
+  BOOST_TEST(expected.substr(at, bytes)
+             == std::string(reinterpret_cast<char*>(got.data), bytes));
+  // The draw: every order equally often, each factor in its range, an
+  // adjustment of strength 0 left out.
+  std::map<std::array<int, 4>, double> orders;
+  for (uint64_t i = 0; i < 48'000; ++i) {
+    auto j = draw_color_jitter({0.4, 0.4, 0.4, 0.1},
+                               counter_rng{{9, 0, i, rng_stage::transforms}});
+    orders[j.order] += 1;
+    BOOST_REQUIRE(j.factor[0] >= 0.6 && j.factor[0] <= 1.4);
+    BOOST_REQUIRE(j.factor[3] >= -0.1 && j.factor[3] <= 0.1);
+  }
+  BOOST_REQUIRE_EQUAL(orders.size(), 24u);
+  double x = 0;
+  for (auto& [order, n] : orders)
+    x += (n - 2000.0) * (n - 2000.0) / 2000.0;
+  BOOST_TEST(x < 49.73); // 23 degrees of freedom, p = 0.001
+  auto off = draw_color_jitter({0.4, 0.0, 0.4, 0.0},
+                               counter_rng{{9, 0, 1, rng_stage::transforms}});
+  BOOST_TEST(!off.active[1]);
+  BOOST_TEST(!off.active[3]);
 }
 
 BOOST_AUTO_TEST_CASE(rand_augments_space_and_draws_are_torchvisions) {

@@ -199,10 +199,10 @@ private:
 /// A registry holding Stoker's own entries: the sources synthetic, idx,
 /// image-folder and tar-shards; the transforms decode, resize, center-crop,
 /// random-resized-crop, random-crop, horizontal-flip, trivial-augment-wide,
-/// rand-augment, auto-augment, random-rotation, grayscale, random-erasing,
-/// to-tensor, normalize and gaussian-blur, and the Python stages python,
-/// python-pil and python-batch; the models vit and cnn. Add yours to the
-/// copy this returns.
+/// rand-augment, auto-augment, color-jitter, random-rotation, grayscale,
+/// random-erasing, to-tensor, normalize and gaussian-blur, and the Python
+/// stages python, python-pil and python-batch; the models vit and cnn.
+/// Add yours to the copy this returns.
 registry builtin_registry();
 
 /// Records in each entry `pipeline` uses (source, both chains, model) the

@@ -326,6 +326,77 @@ cv::Mat rotate_filled(const cv::Mat& input, double degrees,
               sampling, true);
 }
 
+cv::Mat adjust_hue(const cv::Mat& input, double hue_factor) {
+  cv::Mat img = input.isContinuous() ? input : input.clone();
+  if (img.channels() == 1) // torchvision: as PIL, a gray image stays
+    return img.clone();
+  // torchvision's _rgb2hsv and _hsv2rgb in float32, operation by
+  // operation (so the same bytes), on x / 255.
+  auto shift = static_cast<float>(hue_factor);
+  cv::Mat out(img.size(), img.type());
+  const uint8_t* p = img.ptr<uint8_t>();
+  uint8_t* o = out.ptr<uint8_t>();
+  for (size_t i = 0; i < img.total(); ++i, p += 3, o += 3) {
+    float r = static_cast<float>(p[0]) / 255.0f;
+    float g = static_cast<float>(p[1]) / 255.0f;
+    float b = static_cast<float>(p[2]) / 255.0f;
+    float maxc = std::max(std::max(r, g), b);
+    float minc = std::min(std::min(r, g), b);
+    bool eqc = maxc == minc;
+    float cr = maxc - minc;
+    float s = cr / (eqc ? 1.0f : maxc);
+    float divisor = eqc ? 1.0f : cr;
+    float rc = (maxc - r) / divisor;
+    float gc = (maxc - g) / divisor;
+    float bc = (maxc - b) / divisor;
+    float hr = maxc == r ? bc - gc : 0.0f;
+    float hg = (maxc == g && maxc != r) ? (2.0f + rc) - bc : 0.0f;
+    float hb = (maxc != g && maxc != r) ? (4.0f + gc) - rc : 0.0f;
+    float h = (hr + hg) + hb;
+    h = std::fmod(h / 6.0f + 1.0f, 1.0f);
+    h = h + shift; // torch's remainder: a - floor(a) for a divisor of 1
+    h = h - std::floor(h);
+    float v = maxc;
+    float i6 = std::floor(h * 6.0f);
+    float f = (h * 6.0f) - i6;
+    int sector = static_cast<int>(i6) % 6;
+    if (sector < 0)
+      sector += 6;
+    auto unit = [](float x) { return std::min(std::max(x, 0.0f), 1.0f); };
+    float pp = unit(v * (1.0f - s));
+    float qq = unit(v * (1.0f - s * f));
+    float tt = unit(v * (1.0f - s * (1.0f - f)));
+    float rgb[6][3] = {{v, tt, pp}, {qq, v, pp}, {pp, v, tt},
+                       {pp, qq, v}, {tt, pp, v}, {v, pp, qq}};
+    for (int k = 0; k < 3; ++k)
+      o[k] = static_cast<uint8_t>(rgb[sector][k] * 255.0f);
+  }
+  return out;
+}
+
+cv::Mat color_jitter(const cv::Mat& input, const color_jitter_draw& d) {
+  cv::Mat img = input.isContinuous() ? input : input.clone();
+  for (int k : d.order) {
+    if (!d.active[static_cast<size_t>(k)])
+      continue;
+    double f = d.factor[static_cast<size_t>(k)];
+    switch (k) {
+      case 0:
+        img = blend_constant(img, f, 0.0f);
+        break;
+      case 1:
+        img = contrast(img, f);
+        break;
+      case 2:
+        img = saturation(img, f);
+        break;
+      default:
+        img = adjust_hue(img, f);
+    }
+  }
+  return img;
+}
+
 cv::Mat to_grayscale(const cv::Mat& input, int channels) {
   cv::Mat img = input.isContinuous() ? input : input.clone();
   if (img.channels() == 1) // torchvision: a clone (expanded to 3 if asked)

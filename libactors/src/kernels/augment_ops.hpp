@@ -139,6 +139,26 @@ auto_augment_imagenet() noexcept;
 std::vector<augment_draw> draw_auto_augment(int height, int width,
                                             const counter_rng& rng);
 
+/// torchvision's adjust_hue on 8-bit RGB: the hue turned by `hue_factor`
+/// (-0.5..0.5 of a turn) through its float32 HSV round trip, truncated
+/// back to bytes; a 1-channel image as it is.
+cv::Mat adjust_hue(const cv::Mat& img, double hue_factor);
+
+/// ColorJitter's draw (torchvision's get_params): the four adjustments
+/// in an order uniform over the 24 (block 0), each factor uniform in its
+/// range (block 1: brightness, contrast and saturation in [max(0, 1 - x),
+/// 1 + x], hue in [-x, x]); an adjustment whose x is 0 is left out.
+struct color_jitter_draw {
+  std::array<int, 4> order{}; ///< 0 brightness, 1 contrast, 2 saturation, 3 hue
+  std::array<double, 4> factor{};
+  std::array<bool, 4> active{};
+};
+color_jitter_draw draw_color_jitter(const std::array<double, 4>& strength,
+                                    const counter_rng& rng) noexcept;
+
+/// ColorJitter applied as drawn (8-bit, 1 or 3 channels).
+cv::Mat color_jitter(const cv::Mat& img, const color_jitter_draw& d);
+
 /// RandomErasing's parameters (torchvision's defaults).
 struct erasing_options {
   double p = 0.5;

@@ -211,6 +211,26 @@ cv::Rect random_erasing_box(int height, int width, const erasing_options& o,
   return {};
 }
 
+color_jitter_draw draw_color_jitter(const std::array<double, 4>& strength,
+                                    const counter_rng& rng) noexcept {
+  color_jitter_draw d;
+  auto order = rng.block(0);
+  auto factors = rng.block(1);
+  d.order = {0, 1, 2, 3};
+  for (size_t i = 3; i > 0; --i) { // Fisher-Yates: each order 1/24
+    auto j = static_cast<size_t>((uint64_t{order[i]} * (i + 1)) >> 32);
+    std::swap(d.order[i], d.order[j]);
+  }
+  for (size_t k = 0; k < 4; ++k) {
+    double x = strength[k];
+    d.active[k] = x > 0;
+    double lo = k == 3 ? -x : std::max(0.0, 1.0 - x);
+    double hi = k == 3 ? x : 1.0 + x;
+    d.factor[k] = lo + (hi - lo) * ((factors[k] >> 8) * (1.0 / 16777216.0));
+  }
+  return d;
+}
+
 double random_rotation_angle(double degrees, const counter_rng& rng) noexcept {
   return -degrees + 2.0 * degrees * static_cast<double>(rng.uniform(0));
 }

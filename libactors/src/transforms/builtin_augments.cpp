@@ -1,3 +1,4 @@
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -120,6 +121,32 @@ void add_builtin_augments(registry& reg) {
   });
   autoaug.eval = dropped_in_eval;
   must_add(reg.add(std::move(autoaug)));
+
+  // torchvision's ColorJitter on 8-bit pixels.
+  auto jitter = define("color-jitter", 1, 4,
+                       "color-jitter(BRIGHTNESS[, CONTRAST[, SATURATION[, "
+                       "HUE]]]) with each >= 0 and HUE <= 0.5");
+  jitter.check = [augment_check](const entry_spec& t, chain_state& st) {
+    for (size_t k = 0; k < t.args.size(); ++k)
+      if (!(t.args[k] >= 0 && (k < 3 || t.args[k] <= 0.5)))
+        return transform_error(t, "expected BRIGHTNESS, CONTRAST and "
+                                  "SATURATION >= 0 and 0 <= HUE <= 0.5");
+    entry_spec pixels_only = t;
+    pixels_only.args.clear();
+    return augment_check(pixels_only, st);
+  };
+  jitter.apply = pixels([](auto& a, const cv::Mat& img,
+                           const counter_rng& rng) {
+    std::array<double, 4> strength{};
+    for (size_t k = 0; k < a.size(); ++k)
+      strength[k] = a[k];
+    cv::Mat bytes = img;
+    if (img.depth() == CV_32F) // the fused pass's floats: their bytes
+      img.convertTo(bytes, CV_8U, 255.0);
+    return color_jitter(bytes, draw_color_jitter(strength, rng));
+  });
+  jitter.eval = dropped_in_eval;
+  must_add(reg.add(std::move(jitter)));
 
   // torchvision's RandomRotation (fill 0, no expand) on 8-bit pixels.
   auto rotation = define("random-rotation", 1, 2,
