@@ -47,10 +47,16 @@ _open_loaders = weakref.WeakSet()
 @atexit.register
 def _close_open_loaders():
     # A loop that ended with an exception (or a script that never closed
-    # its loader): the run ends now, the trainer named as gone.
+    # its loader): the run ends now, the trainer named as gone. A run that
+    # failed on its own (RunFailed, the script then exits) may still be
+    # tearing its threads down: they end before the interpreter does (a
+    # thread alive at the process's end aborted it: "terminate called
+    # without an active exception", exit -6).
     for loader in list(_open_loaders):
         loader._abandon("the Python process exited while its loop was "
                         "running")
+        if loader._started:
+            loader._session.join(30.0)
 
 
 class _Loop:
