@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <unistd.h>
 
@@ -56,6 +58,28 @@ inline cv::Mat test_image(int h, int w, int c) {
 inline bool bytes_equal(const cv::Mat& a, const cv::Mat& b) {
   return a.type() == b.type() && a.size() == b.size()
          && std::equal(a.datastart, a.dataend, b.datastart);
+}
+
+/// One line of a dumped augmentation space: "NAME SIGNED V0 V1 ...".
+struct space_row {
+  std::string name;
+  int is_signed = 0;
+  std::vector<double> values;
+};
+
+/// The rows of a dumped space, in order.
+inline std::vector<space_row> read_space(const std::string& text) {
+  std::vector<space_row> rows;
+  std::istringstream lines{text};
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words{line};
+    space_row r;
+    words >> r.name >> r.is_signed;
+    r.values.assign(std::istream_iterator<double>(words), {});
+    rows.push_back(std::move(r));
+  }
+  return rows;
 }
 
 } // namespace stoker_test

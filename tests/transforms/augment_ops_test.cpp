@@ -148,29 +148,22 @@ BOOST_AUTO_TEST_CASE(the_magnitude_tables_are_torchvisions) {
   auto command = "/usr/bin/python3 " + script.string() + " "
                  + (s.dir / "space.txt").string();
   BOOST_REQUIRE(std::system(command.c_str()) == 0);
-  std::istringstream lines{s.read("space.txt")};
-  std::string line;
-  size_t k = 0;
-  while (std::getline(lines, line)) {
-    BOOST_REQUIRE(k < augment_op_count);
-    auto op = static_cast<augment_op>(k++);
-    std::istringstream words{line};
-    std::string name;
-    int is_signed = 0;
-    words >> name >> is_signed;
-    BOOST_TEST(name == augment_op_name(op));
-    BOOST_TEST(is_signed == int{augment_op_signed(op)}, name);
-    std::vector<double> values{std::istream_iterator<double>(words), {}};
-    if (values.size() == 1) { // no magnitude
-      BOOST_TEST(trivial_wide_magnitude(op, 0) == 0.0, name);
+  auto rows = stoker_test::read_space(s.read("space.txt"));
+  BOOST_REQUIRE_EQUAL(rows.size(), augment_op_count);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    auto op = static_cast<augment_op>(k);
+    auto& r = rows[k];
+    BOOST_TEST(r.name == augment_op_name(op));
+    BOOST_TEST(r.is_signed == int{augment_op_signed(op)}, r.name);
+    if (r.values.size() == 1) { // no magnitude
+      BOOST_TEST(trivial_wide_magnitude(op, 0) == 0.0, r.name);
       continue;
     }
-    BOOST_REQUIRE_EQUAL(values.size(), trivial_wide_bins);
-    for (size_t bin = 0; bin < values.size(); ++bin)
-      BOOST_TEST(trivial_wide_magnitude(op, bin) == values[bin],
-                 name << " bin " << bin);
+    BOOST_REQUIRE_EQUAL(r.values.size(), trivial_wide_bins);
+    for (size_t bin = 0; bin < r.values.size(); ++bin)
+      BOOST_TEST(trivial_wide_magnitude(op, bin) == r.values[bin],
+                 r.name << " bin " << bin);
   }
-  BOOST_TEST(k == augment_op_count);
 }
 
 BOOST_AUTO_TEST_CASE(the_draws_follow_torchvisions_distributions) {

@@ -40,30 +40,23 @@ with open(sys.argv[1], 'w') as f:
                              + (s.dir / "rand.txt").string())
                               .c_str())
                 == 0);
-  std::istringstream lines{s.read("rand.txt")};
-  std::string line;
-  size_t k = 0;
-  while (std::getline(lines, line)) {
-    BOOST_REQUIRE(k < augment_op_count);
-    auto op = static_cast<augment_op>(k++);
-    std::istringstream words{line};
-    std::string name;
-    int is_signed = 0;
-    words >> name >> is_signed;
-    BOOST_TEST(name == augment_op_name(op));
-    std::vector<double> values{std::istream_iterator<double>(words), {}};
-    if (values.size() == 1)
+  auto rows = stoker_test::read_space(s.read("rand.txt"));
+  BOOST_REQUIRE_EQUAL(rows.size(), augment_op_count);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    auto op = static_cast<augment_op>(k);
+    auto& r = rows[k];
+    BOOST_TEST(r.name == augment_op_name(op));
+    if (r.values.size() == 1)
       continue;
-    BOOST_REQUIRE_EQUAL(values.size(), 31u);
-    for (size_t bin = 0; bin < values.size(); ++bin) {
+    BOOST_REQUIRE_EQUAL(r.values.size(), 31u);
+    for (size_t bin = 0; bin < r.values.size(); ++bin) {
       double mine = rand_augment_magnitude(op, bin, 31, 29, 37);
-      BOOST_TEST(std::abs(mine - values[bin])
-                   <= 1.2e-7 * std::abs(values[bin]),
-                 name << " bin " << bin << ": " << mine << " against "
-                      << values[bin]);
+      BOOST_TEST(std::abs(mine - r.values[bin])
+                   <= 1.2e-7 * std::abs(r.values[bin]),
+                 r.name << " bin " << bin << ": " << mine << " against "
+                        << r.values[bin]);
     }
   }
-  BOOST_TEST(k == augment_op_count);
   // Two ops a sample, each uniform over the 14, signs with even odds.
   std::array<double, augment_op_count> ops{};
   double negative = 0;

@@ -1,6 +1,7 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <opencv2/core.hpp>
 
@@ -14,6 +15,34 @@
 // the ops, tested against torchvision).
 
 namespace stoker::detail {
+
+namespace {
+
+// Right after the fused crop the pass's [0, 1] floats: the bytes the
+// unfused chain has there; 8-bit pixels as they are.
+cv::Mat as_bytes(const cv::Mat& img) {
+  if (img.depth() != CV_32F)
+    return img;
+  cv::Mat bytes;
+  img.convertTo(bytes, CV_8U, 255.0);
+  return bytes;
+}
+
+// The sampling an entry's BILINEAR argument at `at` asks for.
+augment_sampling sampling_at(const std::vector<double>& args, size_t at) {
+  return args.size() > at && args[at] == 1 ? augment_sampling::bilinear
+                                           : augment_sampling::nearest;
+}
+
+// The drawn ops applied in a row.
+cv::Mat apply_draws(cv::Mat img, const std::vector<augment_draw>& draws,
+                    augment_sampling sampling) {
+  for (auto& d : draws)
+    img = apply_augment_op(img, d.op, d.magnitude, sampling);
+  return img;
+}
+
+} // namespace
 
 void add_builtin_augments(registry& reg) {
   auto define = define_transform;
@@ -43,16 +72,8 @@ void add_builtin_augments(registry& reg) {
   wide.check = augment_check;
   wide.apply = pixels([](auto& a, const cv::Mat& img,
                          const counter_rng& rng) {
-    auto d = draw_trivial_wide(rng);
-    bool bilinear = !a.empty() && a[0] == 1;
-    // Right after the fused crop the pass's [0, 1] floats: the bytes the
-    // unfused chain has there.
-    cv::Mat bytes = img;
-    if (img.depth() == CV_32F)
-      img.convertTo(bytes, CV_8U, 255.0);
-    return apply_augment_op(bytes, d.op, d.magnitude,
-                            bilinear ? augment_sampling::bilinear
-                                     : augment_sampling::nearest);
+    return apply_draws(as_bytes(img), {draw_trivial_wide(rng)},
+                       sampling_at(a, 0));
   });
   wide.eval = dropped_in_eval;
   must_add(reg.add(std::move(wide)));
@@ -88,16 +109,10 @@ void add_builtin_augments(registry& reg) {
     auto count = static_cast<uint32_t>(a.size() > 0 ? a[0] : 2);
     auto magnitude = static_cast<size_t>(a.size() > 1 ? a[1] : 9);
     auto bins = static_cast<size_t>(a.size() > 2 ? a[2] : 31);
-    bool bilinear = a.size() > 3 && a[3] == 1;
-    cv::Mat out = img;
-    if (img.depth() == CV_32F) // the fused pass's floats: their bytes
-      img.convertTo(out, CV_8U, 255.0);
-    for (auto& d : draw_rand_augment(count, magnitude, bins, img.rows,
-                                     img.cols, rng))
-      out = apply_augment_op(out, d.op, d.magnitude,
-                             bilinear ? augment_sampling::bilinear
-                                      : augment_sampling::nearest);
-    return out;
+    return apply_draws(as_bytes(img),
+                       draw_rand_augment(count, magnitude, bins, img.rows,
+                                         img.cols, rng),
+                       sampling_at(a, 3));
   });
   rand.eval = dropped_in_eval;
   must_add(reg.add(std::move(rand)));
@@ -109,15 +124,9 @@ void add_builtin_augments(registry& reg) {
   autoaug.check = augment_check;
   autoaug.apply = pixels([](auto& a, const cv::Mat& img,
                             const counter_rng& rng) {
-    cv::Mat out = img;
-    if (img.depth() == CV_32F) // the fused pass's floats: their bytes
-      img.convertTo(out, CV_8U, 255.0);
-    for (auto& d : draw_auto_augment(img.rows, img.cols, rng))
-      out = apply_augment_op(out, d.op, d.magnitude,
-                             !a.empty() && a[0] == 1
-                               ? augment_sampling::bilinear
-                               : augment_sampling::nearest);
-    return out;
+    return apply_draws(as_bytes(img),
+                       draw_auto_augment(img.rows, img.cols, rng),
+                       sampling_at(a, 0));
   });
   autoaug.eval = dropped_in_eval;
   must_add(reg.add(std::move(autoaug)));
@@ -140,10 +149,7 @@ void add_builtin_augments(registry& reg) {
     std::array<double, 4> strength{};
     for (size_t k = 0; k < a.size(); ++k)
       strength[k] = a[k];
-    cv::Mat bytes = img;
-    if (img.depth() == CV_32F) // the fused pass's floats: their bytes
-      img.convertTo(bytes, CV_8U, 255.0);
-    return color_jitter(bytes, draw_color_jitter(strength, rng));
+    return color_jitter(as_bytes(img), draw_color_jitter(strength, rng));
   });
   jitter.eval = dropped_in_eval;
   must_add(reg.add(std::move(jitter)));
@@ -162,13 +168,8 @@ void add_builtin_augments(registry& reg) {
   };
   rotation.apply = pixels([](auto& a, const cv::Mat& img,
                              const counter_rng& rng) {
-    cv::Mat bytes = img;
-    if (img.depth() == CV_32F) // the fused pass's floats: their bytes
-      img.convertTo(bytes, CV_8U, 255.0);
-    return rotate_filled(bytes, random_rotation_angle(a[0], rng),
-                         a.size() > 1 && a[1] == 1
-                           ? augment_sampling::bilinear
-                           : augment_sampling::nearest);
+    return rotate_filled(as_bytes(img), random_rotation_angle(a[0], rng),
+                         sampling_at(a, 1));
   });
   rotation.eval = dropped_in_eval;
   must_add(reg.add(std::move(rotation)));
