@@ -261,13 +261,11 @@ caf::error transform_chain::bind_python(size_t k,
   return caf::none;
 }
 
-void transform_chain::apply_python(size_t k, std::vector<chain_job>& jobs,
+void transform_chain::apply_python(const python_entry& entry,
+                                   std::vector<chain_job>& jobs,
                                    const std::vector<size_t>& live,
                                    chain_tally* tally) const {
-  auto& entry = *std::find_if(python_.begin(), python_.end(),
-                              [k](const python_entry& e) {
-                                return e.index == k;
-                              });
+  size_t k = entry.index;
   // In groups of up to 8 MiB: each group is one wake-up of the process,
   // and stays in the last-level cache (a whole batch of float images
   // would pass 77 MB through memory: 6x the function's own time).
@@ -506,7 +504,7 @@ void transform_chain::apply_many(std::vector<chain_job>& jobs,
       live.push_back(i);
     }
     if (p < python_.size())
-      apply_python(stop, jobs, live, tally);
+      apply_python(python_[p], jobs, live, tally);
   }
   for (auto& job : jobs)
     if (job.result)

@@ -160,12 +160,6 @@ private:
   caf::error apply_entries(sample_input& input, const draw_key& key,
                            size_t k, size_t end, chain_tally* tally) const;
 
-  // A bound python(...) or python-pil(...) entry on the jobs that reach it
-  // (`live`: their indices), in one call of its pool.
-  void apply_python(size_t k, std::vector<chain_job>& jobs,
-                    const std::vector<size_t>& live,
-                    chain_tally* tally) const;
-
   // A bound Python entry: its place, its processes, its first traceback
   // logged yet.
   struct python_entry {
@@ -174,6 +168,12 @@ private:
     std::shared_ptr<std::atomic<bool>> told;
   };
   std::vector<python_entry> python_; // by index, ascending
+
+  // A bound python(...) or python-pil(...) entry on the jobs that reach it
+  // (`live`: their indices), in one call of its pool a group.
+  void apply_python(const python_entry& entry, std::vector<chain_job>& jobs,
+                    const std::vector<size_t>& live,
+                    chain_tally* tally) const;
 
   // The per-batch entry taken off the end of the chain (python-batch), its
   // place in the chain (its generator's), and its processes.
